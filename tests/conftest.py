@@ -1,0 +1,80 @@
+"""Backend selection: every test that takes ``xp`` runs once per selected array library.
+
+Select with the environment variable ``ZOVH_ARRAY_BACKENDS``, a comma-separated list of
+``numpy``, ``array_api_strict``, ``torch``, ``cupy`` (or ``all``); the default is
+``numpy,array_api_strict,torch``. A selected backend that is not installed, or ``cupy`` without
+a CUDA device, is skipped with the reason. ``ZOVH_TORCH_DEVICE`` (default ``cpu``) picks the
+device for torch tensors, e.g. ``cuda``.
+"""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+import pytest
+
+ALL_BACKENDS = ("numpy", "array_api_strict", "torch", "cupy")
+DEFAULT_BACKENDS = ("numpy", "array_api_strict", "torch")
+
+
+def selected_backends() -> list[str]:
+    value = os.environ.get("ZOVH_ARRAY_BACKENDS", ",".join(DEFAULT_BACKENDS)).strip()
+    names = ALL_BACKENDS if value == "all" else tuple(n.strip() for n in value.split(",") if n)
+    unknown = set(names) - set(ALL_BACKENDS)
+    if unknown:
+        raise pytest.UsageError(f"ZOVH_ARRAY_BACKENDS: unknown backends {sorted(unknown)}")
+    return list(names)
+
+
+class Backend:
+    """A namespace plus how to move NumPy reference data onto it and back."""
+
+    def __init__(self, name: str):
+        self.name = name
+        if name == "cupy":
+            cupy = pytest.importorskip("cupy", reason="cupy is not installed")
+            try:
+                if cupy.cuda.runtime.getDeviceCount() < 1:
+                    pytest.skip("cupy: no CUDA device")
+            except Exception as exc:  # no driver, no runtime
+                pytest.skip(f"cupy: no CUDA device ({exc})")
+        module = pytest.importorskip(name, reason=f"{name} is not installed")
+        import array_api_compat
+
+        self.module = module
+        self.device = None
+        if name == "torch":
+            self.device = module.device(os.environ.get("ZOVH_TORCH_DEVICE", "cpu"))
+            if self.device.type == "cuda" and not module.cuda.is_available():
+                pytest.skip("torch: no CUDA device")
+        self.xp = array_api_compat.array_namespace(self.asarray(np.zeros(1)))
+
+    def asarray(self, a, dtype=None):
+        a = np.asarray(a, dtype=dtype)
+        if self.name == "numpy":
+            return a
+        if self.name == "torch":
+            return self.module.asarray(a, device=self.device)
+        return self.module.asarray(a)
+
+    def to_numpy(self, a) -> np.ndarray:
+        if self.name == "torch":
+            return a.detach().cpu().numpy()
+        if self.name == "cupy":
+            return a.get()
+        return np.asarray(a)
+
+
+@pytest.fixture(params=selected_backends())
+def backend(request) -> Backend:
+    return Backend(request.param)
+
+
+@pytest.fixture
+def xp(backend):
+    return backend.xp
+
+
+def pytest_report_header(config):
+    return f"zovh array backends: {', '.join(selected_backends())}"

@@ -1,0 +1,108 @@
+"""ZoVH: curvature-aware zeroth-order steps (Algorithm 1 of the paper)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from array_api_compat import device as _device
+
+from .. import estimators
+from .._history import STORAGES, QueryHistory
+from .._options import Option, integer_at_least, one_of, positive_real
+from ._base import AskTellMethod
+
+
+class ZoVH(AskTellMethod):
+    r"""Algorithm 1: ``x <- x - learning_rate * p`` with the ZoVH Newton direction ``p``.
+
+    Each iteration draws ``K`` Gaussian directions, evaluates ``f(x + mu * u_k)``, pushes the
+    queries into a FIFO history of the last ``N`` iterations and computes the bias-corrected
+    inverse-Hessian-gradient product from all ``M = N K`` kept queries (eq.
+    ``inv-hess-grad-prod-shared`` for ``N = 1``, ``inv-hess-grad-prod-zoar`` for ``N > 1``).
+    With ``product="decoupled"`` (Sec. 5.2, Regime 1) the Hessian and the gradient use two
+    independent sets of ``K`` directions, ``2K`` evaluations per iteration.
+
+    The optimizer's own work per iteration is one pass over the history for the new inner
+    products and one for the combination ``p = sum_m c_m u_m``: ``O(M d)``.
+    """
+
+    name = "zovh"
+    options = {
+        **AskTellMethod.options,
+        "regularization": Option(0.1, positive_real),
+        "n_directions": Option(3, integer_at_least(2)),
+        "history": Option(4, integer_at_least(1)),
+        "product": Option("shared", one_of("shared", "decoupled")),
+        "inverse": Option("diagonal", one_of("diagonal", "exact")),
+        "directions": Option("vectors", one_of(*STORAGES)),
+    }
+
+    def __init__(self, x0: Any, *, rng: Any = None, **options: Any) -> None:
+        super().__init__(x0, rng=rng, **options)
+        if self.product == "shared" and self.n_directions < 3:
+            raise ValueError(
+                "n_directions must be >= 3 for product='shared' (the leave-one-out correction "
+                f"divides by M - 2), got {self.n_directions}"
+            )
+        self._exact = self.inverse == "exact"
+        self.queries = QueryHistory(x0, self.history, self.directions, self.seeds.native)
+
+    @property
+    def points_per_iteration(self) -> int:
+        return self.n_directions * (2 if self.product == "decoupled" else 1)
+
+    def _ask(self) -> tuple[Any, Any]:
+        rows = self.queries.new_rows(self.seeds.seeds(self.points_per_iteration))
+        return self._points(self.x, rows, self.smoothing), rows
+
+    def _tell(self, rows: Any, values: Any) -> None:
+        self.queries.push(rows, values)
+        step = self.queries.rows().combine(self._step_coefficients())
+        self.x = self.x - self.learning_rate * step
+
+    def _step_coefficients(self) -> Any:
+        """Coefficients of the step in the kept directions, in history order."""
+        gram, y = self.queries.gram, self.queries.values
+        mu, lam = self.smoothing, self.regularization
+        if self.product == "shared":
+            return estimators.newton_coefficients(gram, y, mu, lam, exact=self._exact)
+        xp = self.xp
+        hess, grad = self._roles()
+        order = self._index(hess + grad)
+        c = estimators.decoupled_coefficients(
+            xp.take(xp.take(gram, order, axis=0), order, axis=1),
+            xp.take(y, order[: len(hess)]),
+            xp.take(y, order[len(hess) :]),
+            mu,
+            lam,
+            exact=self._exact,
+        )
+        return xp.take(c, xp.argsort(order))
+
+    def _roles(self) -> tuple[list[int], list[int]]:
+        """History positions of the Hessian and of the gradient directions (decoupled)."""
+        K, M = self.n_directions, len(self.queries)
+        if self.product == "shared":
+            return list(range(M)), list(range(M))
+        return [i for i in range(M) if i % (2 * K) < K], [i for i in range(M) if i % (2 * K) >= K]
+
+    def _index(self, positions: list[int]) -> Any:
+        return self.xp.asarray(positions, device=_device(self.x))
+
+    def estimates(self) -> dict[str, Any]:
+        """``jac``: gradient estimate (eq. ``grad-est-zoar``); ``hess_inv``: the inverse operator.
+
+        Both come from the queries in the history; ``hess_inv`` keeps its own reference to them.
+        """
+        if len(self.queries) == 0:
+            return {}
+        xp, mu, lam = self.xp, self.smoothing, self.regularization
+        rows, y = self.queries.rows(), self.queries.values
+        hess, grad = self._roles()
+        h, g = self._index(hess), self._index(grad)
+        y_grad = xp.take(y, g)
+        jac = rows.select(grad).combine(mu * estimators.centred_values(y_grad, mu) / (len(grad) - 1))
+        gram = xp.take(xp.take(self.queries.gram, h, axis=0), h, axis=1)
+        nu = estimators.centred_values(xp.take(y, h), mu)
+        C = estimators.inverse_correction(gram, nu, lam, exact=self._exact)
+        return {"jac": jac, "hess_inv": estimators.InverseHessianOperator(rows.select(hess), C, lam)}

@@ -1,0 +1,81 @@
+"""Declarative option specifications and their validation.
+
+Each method lists its options as `Option` objects; the driver validates what the user passed
+against them, so every option error reads the same: the option's name, what is allowed, and what
+was given.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+from dataclasses import dataclass
+from typing import Any, Callable
+
+
+def _is_real(value: Any) -> bool:
+    return isinstance(value, numbers.Real) and not isinstance(value, bool)
+
+
+def positive_real(name: str, value: Any) -> float:
+    """A finite real number > 0."""
+    if not _is_real(value) or not math.isfinite(value) or value <= 0:
+        raise ValueError(f"{name} must be a finite number > 0, got {value!r}")
+    return float(value)
+
+
+def integer_at_least(minimum: int) -> Callable[[str, Any], int]:
+    """A validator for integers ``>= minimum``."""
+
+    def check(name: str, value: Any) -> int:
+        if not isinstance(value, numbers.Integral) or isinstance(value, bool):
+            raise TypeError(f"{name} must be an integer >= {minimum}, got {value!r}")
+        if value < minimum:
+            raise ValueError(f"{name} must be an integer >= {minimum}, got {value!r}")
+        return int(value)
+
+    return check
+
+
+def one_of(*choices: str) -> Callable[[str, Any], str]:
+    """A validator for a string among ``choices``."""
+
+    def check(name: str, value: Any) -> str:
+        if value not in choices:
+            allowed = ", ".join(repr(c) for c in choices)
+            raise ValueError(f"{name} must be one of {allowed}, got {value!r}")
+        return value
+
+    return check
+
+
+def optional(check: Callable[[str, Any], Any]) -> Callable[[str, Any], Any]:
+    """Allow ``None`` besides what ``check`` allows."""
+
+    def wrapped(name: str, value: Any) -> Any:
+        return None if value is None else check(name, value)
+
+    return wrapped
+
+
+def boolean(name: str, value: Any) -> bool:
+    """``True`` or ``False``."""
+    if not isinstance(value, bool) and not (isinstance(value, numbers.Integral) and value in (0, 1)):
+        raise TypeError(f"{name} must be True or False, got {value!r}")
+    return bool(value)
+
+
+@dataclass(frozen=True)
+class Option:
+    """One option: its default and its validator."""
+
+    default: Any
+    check: Callable[[str, Any], Any]
+
+
+def resolve(specs: dict[str, Option], given: dict[str, Any]) -> dict[str, Any]:
+    """Validate ``given`` against ``specs`` and fill in defaults; unknown keys are ignored."""
+    return {
+        name: spec.check(name, given[name]) if name in given else spec.default
+        for name, spec in specs.items()
+    }

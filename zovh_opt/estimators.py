@@ -1,0 +1,522 @@
+r"""Zeroth-order estimators of the gradient, the Hessian and its regularised inverse.
+
+Every function here is a pure array-API kernel on the directions ``U`` (shape ``(M, d)``, one
+Gaussian direction :math:`u_m \sim N(0, I_d)` per row) and the function values ``y`` (shape
+``(M,)``, ``y[m] = f(x + mu * U[m])``). The namespace, dtype and device of the result are those of
+``U``. There are no loops over ``d``, no random numbers and no backend imports.
+
+Equation labels refer to the paper in ``reference/zovh_paper.tex`` (Qiu, Hong, Xu and Shu,
+*Revisiting Zeroth-Order Hessian Approximation: A Single-Step Policy Optimization Lens*,
+ICML 2026). With query reuse, ``M = N K`` and the rows are the last ``N`` iterations' queries
+(eqs. ``grad-est-zoar``, ``hess-est-zoar``, ``inv-hess-grad-prod-zoar``); the formulas are the
+same with ``K`` replaced by ``M``.
+
+Shared notation: the averaged baseline :math:`b = \frac1M \sum_m y_m` and the centred, scaled
+values :math:`\nu_m = (y_m - b) / \mu^2`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from array_api_compat import device as _device
+
+from ._backend import namespace_of
+
+__all__ = [
+    "InverseHessianOperator",
+    "central_difference",
+    "gradient",
+    "hessian",
+    "inverse_hessian",
+    "newton_direction",
+    "stein_one_point",
+    "stein_three_point",
+    "stein_two_point",
+]
+
+
+# --------------------------------------------------------------------------------------------
+# Input checks
+# --------------------------------------------------------------------------------------------
+
+
+def _check(U: Any, *values: Any, mu: float, min_rows: int = 1) -> Any:
+    xp = namespace_of(U, *values)
+    if U.ndim != 2:
+        raise ValueError(f"U must be two-dimensional (M, d), got shape {tuple(U.shape)}")
+    M = U.shape[0]
+    for v in values:
+        if v.ndim != 1 or v.shape[0] != M:
+            raise ValueError(
+                f"function values must have shape ({M},) to match U, got {tuple(v.shape)}"
+            )
+    if M < min_rows:
+        raise ValueError(f"this estimator needs at least {min_rows} directions, got M = {M}")
+    _check_positive("mu", mu)
+    return xp
+
+
+def _check_positive(name: str, value: float) -> None:
+    if not value > 0 or value == float("inf"):
+        raise ValueError(f"{name} must be a finite number > 0, got {value!r}")
+
+
+def _eye(xp: Any, n: int, like: Any) -> Any:
+    return xp.eye(n, dtype=like.dtype, device=_device(like))
+
+
+def _scaled_outer_sum(U: Any, w: Any) -> Any:
+    """Return :math:`\\sum_m w_m u_m u_m^T` as a dense ``(d, d)`` array."""
+    return (U.T * w[None, :]) @ U
+
+
+# --------------------------------------------------------------------------------------------
+# Averaged-baseline estimators (the paper's own)
+# --------------------------------------------------------------------------------------------
+
+
+def centred_values(y: Any, mu: float) -> Any:
+    r"""Return :math:`\nu_m = (y_m - \bar y) / \mu^2` with the averaged baseline :math:`\bar y`."""
+    xp = namespace_of(y)
+    return (y - xp.mean(y)) / mu**2
+
+
+def gradient(U: Any, y: Any, mu: float) -> Any:
+    r"""Gradient estimate with the averaged baseline (eqs. ``grad-est``, ``grad-est-zoar``).
+
+    .. math:: \hat\nabla F = \frac{1}{M-1} \sum_{m=1}^M \frac{y_m - b}{\mu} u_m,
+              \qquad b = \frac1M \sum_m y_m .
+
+    The factor :math:`1/(M-1)` corrects for the baseline being the sample mean, so the estimate
+    is unbiased for :math:`\nabla F_\mu(x)` (eq. ``bias-true-grad-deriv``).
+
+    Parameters
+    ----------
+    U : array, shape (M, d)
+        Directions, one per row.
+    y : array, shape (M,)
+        Function values ``f(x + mu * U[m])``.
+    mu : float
+        Smoothing radius, > 0.
+
+    Returns
+    -------
+    array, shape (d,)
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from zovh_opt import estimators
+    >>> U = np.random.default_rng(0).standard_normal((4, 3))
+    >>> y = (np.ones(3) + 0.1 * U) @ np.array([1.0, 2.0, 3.0])  # f(x) = a @ x
+    >>> estimators.gradient(U, y, mu=0.1).shape
+    (3,)
+    """
+    _check(U, y, mu=mu, min_rows=2)
+    return (mu * centred_values(y, mu) / (U.shape[0] - 1)) @ U
+
+
+def hessian(U: Any, y: Any, mu: float, *, weights: Any = None) -> Any:
+    r"""Dense ZoVH Hessian estimate (Def. ``hess-est``, eq. ``hess-est``; eq. ``hess-est-zoar``).
+
+    .. math:: \hat H = \frac{1}{M-1} \sum_{m=1}^M \frac{y_m - \hat b}{\mu^2}\,
+              \mathcal W_m\, u_m u_m^T, \qquad \hat b = \frac1M \sum_m \mathcal W_m y_m .
+
+    Unbiased for :math:`\nabla^2 F_\mu(x)` (Thm. ``bias-analysis``). This forms a ``(d, d)``
+    array and is meant for analysis and tests; the optimizer never calls it.
+
+    Parameters
+    ----------
+    U : array, shape (M, d)
+        Directions, one per row.
+    y : array, shape (M,)
+        Function values ``f(x + mu * U[m])``.
+    mu : float
+        Smoothing radius, > 0.
+    weights : array, shape (M,), optional
+        Importance ratios :math:`\pi_\theta(x_m) / \rho(u_m)` (Prop. ``hess-is``). They are
+        self-normalised to mean one, as the paper recommends for stability; ``None`` means all
+        ones.
+
+    Returns
+    -------
+    array, shape (d, d)
+    """
+    if weights is None:
+        _check(U, y, mu=mu, min_rows=2)
+        nu = centred_values(y, mu)
+    else:
+        xp = _check(U, y, weights, mu=mu, min_rows=2)
+        W = weights / xp.mean(weights)
+        nu = W * (y - xp.mean(W * y)) / mu**2
+    return _scaled_outer_sum(U, nu / (U.shape[0] - 1))
+
+
+# --------------------------------------------------------------------------------------------
+# Classical estimators (Sec. 2), for comparison
+# --------------------------------------------------------------------------------------------
+
+
+def _stein(U: Any, coeff: Any) -> Any:
+    r"""Return :math:`\frac1K \sum_k c_k (u_k u_k^T - I)`."""
+    xp = namespace_of(U)
+    K = U.shape[0]
+    return _scaled_outer_sum(U, coeff / K) - xp.mean(coeff) * _eye(xp, U.shape[1], U)
+
+
+def stein_one_point(U: Any, y: Any, mu: float) -> Any:
+    r"""One-point Stein estimator (eq. ``hess-est-stein-1``), zero baseline.
+
+    .. math:: \hat H_{S_1} = \frac1K \sum_k \frac{f(x + \mu u_k)}{\mu^2} (u_k u_k^T - I_d)
+
+    Parameters
+    ----------
+    U : array, shape (K, d)
+    y : array, shape (K,)
+        ``f(x + mu * U[k])``.
+    mu : float
+
+    Returns
+    -------
+    array, shape (d, d)
+    """
+    _check(U, y, mu=mu)
+    return _stein(U, y / mu**2)
+
+
+def stein_two_point(U: Any, y: Any, f0: Any, mu: float) -> Any:
+    r"""Two-point Stein estimator (eq. ``hess-est-stein-2``), anchor baseline ``f0 = f(x)``.
+
+    .. math:: \hat H_{S_2} = \frac1K \sum_k \frac{f(x + \mu u_k) - f(x)}{\mu^2} (u_k u_k^T - I_d)
+
+    Parameters
+    ----------
+    U : array, shape (K, d)
+    y : array, shape (K,)
+        ``f(x + mu * U[k])``.
+    f0 : float or 0-d array
+        ``f(x)``.
+    mu : float
+
+    Returns
+    -------
+    array, shape (d, d)
+    """
+    _check(U, y, mu=mu)
+    return _stein(U, (y - f0) / mu**2)
+
+
+def _second_difference(y_plus: Any, y_minus: Any, f0: Any, mu: float) -> Any:
+    return (y_plus - 2 * f0 + y_minus) / mu**2
+
+
+def stein_three_point(U: Any, y_plus: Any, y_minus: Any, f0: Any, mu: float) -> Any:
+    r"""Three-point Stein estimator (eq. ``hess-est-stein-3``), antithetic pairs.
+
+    .. math:: \hat H_{S_3} = \frac{1}{2K} \sum_k
+              \frac{f(x + \mu u_k) - 2 f(x) + f(x - \mu u_k)}{\mu^2} (u_k u_k^T - I_d)
+
+    Parameters
+    ----------
+    U : array, shape (K, d)
+    y_plus, y_minus : array, shape (K,)
+        ``f(x + mu * U[k])`` and ``f(x - mu * U[k])``.
+    f0 : float or 0-d array
+        ``f(x)``.
+    mu : float
+
+    Returns
+    -------
+    array, shape (d, d)
+    """
+    _check(U, y_plus, y_minus, mu=mu)
+    return _stein(U, _second_difference(y_plus, y_minus, f0, mu) / 2)
+
+
+def central_difference(U: Any, y_plus: Any, y_minus: Any, f0: Any, mu: float) -> Any:
+    r"""Randomised central-difference estimator (eq. ``hess-est-cd``), as used by HiZOO.
+
+    .. math:: \hat H_{CD} = \frac{1}{2K} \sum_k
+              \frac{f(x + \mu u_k) - 2 f(x) + f(x - \mu u_k)}{\mu^2} u_k u_k^T
+
+    Biased: on a quadratic with Hessian :math:`A` its mean is :math:`(2A + \mathrm{tr}(A) I)/2`.
+
+    Parameters
+    ----------
+    U : array, shape (K, d)
+    y_plus, y_minus : array, shape (K,)
+        ``f(x + mu * U[k])`` and ``f(x - mu * U[k])``.
+    f0 : float or 0-d array
+        ``f(x)``.
+    mu : float
+
+    Returns
+    -------
+    array, shape (d, d)
+    """
+    _check(U, y_plus, y_minus, mu=mu)
+    K = U.shape[0]
+    return _scaled_outer_sum(U, _second_difference(y_plus, y_minus, f0, mu) / (2 * K))
+
+
+# --------------------------------------------------------------------------------------------
+# Regularised inverse and the Newton direction
+# --------------------------------------------------------------------------------------------
+
+
+def inverse_correction(gram: Any, nu: Any, lam: float, *, exact: bool) -> Any:
+    r"""The ``(M, M)`` matrix :math:`C` with :math:`(\hat H + \lambda I)^{-1} = I/\lambda - U^T C U`.
+
+    With :math:`D = \mathrm{diag}(\nu)/(M-1)` and the Gram matrix :math:`G = U U^T`, Woodbury
+    (eq. ``inv-hess-exact``) gives :math:`C = \lambda^{-2} (D^{-1} + G/\lambda)^{-1}`. We use the
+    equivalent :math:`C = (\lambda^2 I + \lambda D G)^{-1} D`, which never divides by
+    :math:`\nu_m`, so a zero :math:`\nu_m` (a query equal to the baseline) is harmless.
+    Replacing :math:`G` by its diagonal gives eq. ``inv-hess-approx``:
+    :math:`C = \mathrm{diag}\big(\nu_m / (\lambda^2 (M-1) + \lambda \nu_m \|u_m\|^2)\big)`.
+    """
+    xp = namespace_of(gram)
+    M = gram.shape[0]
+    sq_norms = xp.linalg.diagonal(gram)
+    if not exact:
+        return _diag_matrix(xp, nu / (lam**2 * (M - 1) + lam * nu * sq_norms))
+    D = nu / (M - 1)
+    system = lam**2 * _eye(xp, M, gram) + lam * D[:, None] * gram
+    return xp.linalg.solve(system, _diag_matrix(xp, D))
+
+
+def _diag_matrix(xp: Any, v: Any) -> Any:
+    return _eye(xp, v.shape[0], v) * v[None, :]
+
+
+def newton_coefficients(gram: Any, y: Any, mu: float, lam: float, *, exact: bool) -> Any:
+    r"""Coefficients :math:`c` of the bias-corrected shared product :math:`p = \sum_m c_m u_m`.
+
+    This is the whole of eq. ``inv-hess-grad-prod-shared`` (and ``inv-hess-grad-prod-zoar``)
+    once the Gram matrix :math:`G = U U^T` is known; see `newton_direction` for the formula.
+    Costs :math:`O(M^2)` for the diagonal inverse and :math:`O(M^3)` for the exact one.
+    """
+    xp = namespace_of(gram, y)
+    M = gram.shape[0]
+    nu = centred_values(y, mu)
+    sq_norms = xp.linalg.diagonal(gram)
+    # u_l . g_{-l}: the gradient projected on u_l with query l left out (the self term is
+    # correlated with nu_l and would bias the product).
+    loo = mu * (gram @ nu - nu * sq_norms) / (M - 2)
+    C = inverse_correction(gram, nu, lam, exact=exact)
+    return mu * nu / (lam * (M - 1)) - C @ loo
+
+
+def decoupled_coefficients(
+    gram: Any, y_hess: Any, y_grad: Any, mu: float, lam: float, *, exact: bool
+) -> Any:
+    r"""Coefficients of :math:`(\hat H + \lambda I)^{-1} \hat\nabla F` with independent directions.
+
+    Regime 1 of Sec. 5.2: the Hessian uses the first ``M_h`` rows, the gradient the last ``M_g``
+    rows; ``gram`` is the Gram matrix of all ``M_h + M_g`` rows in that order. With
+    :math:`\hat H^{-1}_\lambda = I/\lambda - U_h^T C U_h` and :math:`\hat\nabla F = U_g^T
+    (\mu \nu^g)/(M_g - 1)`, the product is
+    :math:`U_g^T \mu\nu^g / (\lambda (M_g-1)) - U_h^T C\, G_{hg}\, \mu\nu^g/(M_g-1)`; the two sets
+    are independent, so no leave-one-out correction is needed.
+    """
+    xp = namespace_of(gram, y_hess, y_grad)
+    Mh, Mg = y_hess.shape[0], y_grad.shape[0]
+    nu_h, nu_g = centred_values(y_hess, mu), centred_values(y_grad, mu)
+    grad_coef = mu * nu_g / (Mg - 1)
+    C = inverse_correction(gram[:Mh, :Mh], nu_h, lam, exact=exact)
+    hess_coef = -(C @ (gram[:Mh, Mh:] @ grad_coef))
+    return xp.concat([hess_coef, grad_coef / lam])
+
+
+class InverseHessianOperator:
+    r"""The regularised inverse-Hessian estimate :math:`I/\lambda - U^T C U` as a linear operator.
+
+    It has the interface of ``scipy.sparse.linalg.LinearOperator`` (``shape``, ``dtype``,
+    ``matvec``, ``rmatvec``, ``matmat``, ``@``, ``todense``) and works in the namespace of the
+    directions, so it also serves PyTorch and CuPy arrays. For NumPy arrays,
+    ``scipy.sparse.linalg.aslinearoperator(op)`` gives a SciPy operator. No ``(d, d)`` array is
+    formed except by `todense`. A product costs :math:`O(M d)`.
+
+    Parameters
+    ----------
+    rows : object
+        The directions: an object with ``__len__``, ``dot(v)`` (the ``M`` inner products with a
+        vector) and ``combine(c)`` (:math:`\sum_m c_m u_m`); see ``StackedRows``.
+    correction : array, shape (M, M)
+        The matrix :math:`C` from `inverse_correction`.
+    lam : float
+        The ridge :math:`\lambda`.
+    """
+
+    def __init__(self, rows: Any, correction: Any, lam: float) -> None:
+        self._rows = rows
+        self._C = correction
+        self._lam = lam
+        d = rows.dim
+        self.shape = (d, d)
+        self.dtype = correction.dtype
+        self.ndim = 2
+
+    def matvec(self, v: Any) -> Any:
+        """Return ``A @ v`` for a vector ``v`` of shape ``(d,)`` (or ``(d, 1)``)."""
+        xp = namespace_of(v)
+        if v.ndim == 2:
+            return xp.reshape(self.matvec(xp.reshape(v, (-1,))), (-1, 1))
+        return v / self._lam - self._rows.combine(self._C @ self._rows.dot(v))
+
+    rmatvec = matvec  # the operator is symmetric
+
+    def matmat(self, V: Any) -> Any:
+        """Return ``A @ V`` for ``V`` of shape ``(d, n)``."""
+        xp = namespace_of(V)
+        cols = [self.matvec(V[:, j]) for j in range(V.shape[1])]
+        return xp.stack(cols, axis=1)
+
+    rmatmat = matmat
+
+    def __matmul__(self, other: Any) -> Any:
+        return self.matvec(other) if other.ndim == 1 else self.matmat(other)
+
+    def dot(self, other: Any) -> Any:
+        """Same as ``self @ other``."""
+        return self @ other
+
+    @property
+    def T(self) -> InverseHessianOperator:
+        """The transpose, which is the operator itself."""
+        return self
+
+    def adjoint(self) -> InverseHessianOperator:
+        """The adjoint, which is the operator itself."""
+        return self
+
+    H = T
+
+    def todense(self) -> Any:
+        """Return the dense ``(d, d)`` array (for analysis; costs :math:`O(d^2)` memory)."""
+        U = self._rows.stacked()
+        xp = namespace_of(U)
+        return _eye(xp, U.shape[1], U) / self._lam - U.T @ (self._C @ U)
+
+    def __repr__(self) -> str:
+        return f"<{self.shape[0]}x{self.shape[1]} InverseHessianOperator with dtype={self.dtype}>"
+
+
+class StackedRows:
+    """Directions held as one ``(M, d)`` array, for the stateless kernels."""
+
+    def __init__(self, U: Any) -> None:
+        self.U = U
+        self.dim = U.shape[1]
+
+    def __len__(self) -> int:
+        return self.U.shape[0]
+
+    def dot(self, v: Any) -> Any:
+        return self.U @ v
+
+    def combine(self, c: Any) -> Any:
+        return c @ self.U
+
+    def gram(self) -> Any:
+        return self.U @ self.U.T
+
+    def stacked(self) -> Any:
+        return self.U
+
+
+def inverse_hessian(
+    U: Any, y: Any, mu: float, lam: float, *, exact: bool = False
+) -> InverseHessianOperator:
+    r"""Regularised inverse :math:`(\hat H + \lambda I)^{-1}` of the ZoVH Hessian estimate.
+
+    ``exact=True`` applies Woodbury (eq. ``inv-hess-exact``) through an ``(M, M)`` system, in a
+    form where a zero :math:`\nu_m` is harmless (see `inverse_correction`). ``exact=False``
+    replaces the Gram matrix :math:`U U^T` by its diagonal (eq. ``inv-hess-approx``):
+
+    .. math:: \tilde H^{-1} = \frac{I}{\lambda} - \sum_m
+              \frac{\nu_m}{\lambda^2 (M-1) + \lambda \nu_m \|u_m\|^2} u_m u_m^T ,
+
+    exact for orthogonal directions and within :math:`O_p(M/\sqrt d)` of the exact inverse for
+    Gaussian ones (Prop. ``exact-vs-approx-inv-hess``).
+
+    Parameters
+    ----------
+    U : array, shape (M, d)
+    y : array, shape (M,)
+    mu, lam : float
+        Smoothing radius and ridge, both > 0.
+    exact : bool, default False
+
+    Returns
+    -------
+    InverseHessianOperator
+        A ``(d, d)`` linear operator; nothing of size ``d x d`` is formed.
+
+    Notes
+    -----
+    The inverse exists only while :math:`\hat H + \lambda I` is nonsingular. :math:`\hat H` is
+    indefinite in general, so with the diagonal form a denominator
+    :math:`\lambda (M-1) + \nu_m \|u_m\|^2` near zero (a strongly negative :math:`\nu_m`) makes
+    the estimate blow up; larger :math:`\lambda` guards against it.
+    """
+    _check(U, y, mu=mu, min_rows=2)
+    _check_positive("lam", lam)
+    rows = StackedRows(U)
+    C = inverse_correction(rows.gram(), centred_values(y, mu), lam, exact=exact)
+    return InverseHessianOperator(rows, C, lam)
+
+
+def newton_direction(U: Any, y: Any, mu: float, lam: float, *, exact: bool = False) -> Any:
+    r"""Bias-corrected inverse-Hessian-gradient product, the ZoVH step direction.
+
+    Eq. ``inv-hess-grad-prod-shared`` (``M = K``) and eq. ``inv-hess-grad-prod-zoar``
+    (``M = N K``), with :math:`s = \sum_j \nu_j u_j`:
+
+    .. math:: p = \sum_{m=1}^M \mu \nu_m \left( \frac{1}{\lambda (M-1)} -
+              \frac{(u_m^T s - \nu_m \|u_m\|^2) / (M-2)}
+                   {\lambda^2 (M-1) + \lambda \nu_m \|u_m\|^2} \right) u_m .
+
+    The gradient and the Hessian share the same queries; the term
+    :math:`u_m^T s - \nu_m\|u_m\|^2 = u_m^T \sum_{j \ne m} \nu_j u_j` multiplies the Hessian's
+    rank-one piece :math:`u_m u_m^T` by a gradient estimate that leaves query ``m`` out, which
+    removes the correlation bias. Time :math:`O(M d)` (one Gram matrix, one combination), extra
+    memory :math:`O(d)`.
+
+    ``exact=True`` uses the exact Woodbury inverse with the same leave-one-out construction.
+    Write :math:`(\hat H + \lambda I)^{-1} = I/\lambda - U^T C U` with
+    :math:`C = (\lambda^2 I + \lambda D G)^{-1} D`, :math:`D = \mathrm{diag}(\nu)/(M-1)`,
+    :math:`G = U U^T`, and :math:`\hat\nabla F = U^T \mu\nu/(M-1)`. Then
+
+    .. math:: (\hat H + \lambda I)^{-1} \hat\nabla F
+              = \frac{\hat\nabla F}{\lambda} - \sum_{m,l} C_{ml}\, u_m\, (u_l^T \hat\nabla F).
+
+    In each term, replace the gradient projected on :math:`u_l` by the leave-:math:`l`-out
+    estimate :math:`\hat\nabla_{-l} F = \frac{\mu}{M-2} \sum_{j \ne l} \nu_j u_j`, exactly as the
+    shared product does for :math:`l = m`:
+    :math:`q_l = u_l^T \hat\nabla_{-l} F = \mu\, ((G\nu)_l - \nu_l G_{ll}) / (M-2)`, and
+
+    .. math:: p = \sum_m \Big(\frac{\mu \nu_m}{\lambda (M-1)} - (C q)_m\Big) u_m .
+
+    With :math:`G` replaced by its diagonal inside :math:`C`, :math:`C` becomes diagonal with
+    entries :math:`\nu_m / (\lambda^2(M-1) + \lambda\nu_m\|u_m\|^2)` and this is exactly eq.
+    ``inv-hess-grad-prod-shared``; so both forms share one implementation.
+
+    Parameters
+    ----------
+    U : array, shape (M, d)
+        Directions, ``M >= 3``.
+    y : array, shape (M,)
+    mu, lam : float
+        Smoothing radius and ridge, both > 0.
+    exact : bool, default False
+
+    Returns
+    -------
+    array, shape (d,)
+        The step direction; the optimizer moves ``x <- x - learning_rate * p``.
+    """
+    _check(U, y, mu=mu, min_rows=3)
+    _check_positive("lam", lam)
+    rows = StackedRows(U)
+    return rows.combine(newton_coefficients(rows.gram(), y, mu, lam, exact=exact))
