@@ -173,9 +173,8 @@ def minimize(
         warnings.warn(
             f"Unknown solver options: {', '.join(unknown)}", OptimizeWarning, stacklevel=2
         )
-    settings = resolve(specs, options)
-    driver = {name: settings.pop(name) for name in DRIVER_OPTIONS}
-    optimizer = cls(x0, rng=rng, **settings)
+    driver = resolve(DRIVER_OPTIONS, options)
+    optimizer = cls(x0, rng=rng, **{k: v for k, v in options.items() if k in cls.options})
     per_iteration = optimizer.points_per_iteration
     maxfev = driver["maxfev"]
     if maxfev is not None and maxfev < per_iteration + 1:

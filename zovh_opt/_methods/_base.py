@@ -7,7 +7,7 @@ from typing import Any
 from array_api_compat import device as _device
 
 from .._backend import SeedSource, namespace_of
-from .._options import Option, positive_real
+from .._options import Option, positive_real, resolve
 
 
 class AskTellMethod:
@@ -27,13 +27,16 @@ class AskTellMethod:
     }
 
     def __init__(self, x0: Any, *, rng: Any = None, **options: Any) -> None:
+        unknown = sorted(set(options) - set(self.options))
+        if unknown:
+            raise TypeError(f"{type(self).__name__}: unknown options {', '.join(unknown)}")
+        for name, value in resolve(self.options, options).items():
+            setattr(self, name, value)
         self.xp = namespace_of(x0)
         self.x = x0
         self.nit = 0
         self.nfev = 0
         self.seeds = SeedSource(rng)
-        for name, value in options.items():
-            setattr(self, name, value)
         self._asked = None
 
     @property
