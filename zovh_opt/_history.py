@@ -139,14 +139,14 @@ class QueryHistory:
         self.gram = None
 
     def new_rows(self, seeds: Sequence[int]) -> DirectionRows:
-        """Draw the directions for ``seeds`` and return them as stored rows."""
+        """The directions for ``seeds``: drawn now with ``"vectors"``, on use with ``"seeds"``."""
+        if self.storage == "seeds":
+            return DirectionRows(seeds, None, self._like, self._native)
         vectors = [gaussian_direction(s, self._like, self._native) for s in seeds]
         return DirectionRows(seeds, vectors, self._like, self._native)
 
     def push(self, rows: DirectionRows, values: Any) -> None:
         """Add one iteration's directions and values, dropping the oldest beyond ``slots``."""
-        if self.storage == "seeds":
-            rows = DirectionRows(rows.seeds, None, self._like, self._native)
         if len(self._entries) == self.slots:
             dropped = len(self._entries[0][0])
             self._entries.popleft()

@@ -70,8 +70,13 @@ class AskTellMethod:
     # helpers for subclasses ---------------------------------------------------------------
 
     def _points(self, center: Any, directions: Any, scale: float) -> Any:
-        """Stack ``center + scale * u`` for every direction ``u``."""
-        return self.xp.stack([center + scale * u for u in directions])
+        """Rows ``center + scale * u``, one per direction, written into one new array."""
+        points = self.xp.empty(
+            (len(directions), center.shape[0]), dtype=center.dtype, device=_device(center)
+        )
+        for i, u in enumerate(directions):
+            points[i, :] = center + scale * u
+        return points
 
     def _zeros(self, n: int) -> Any:
         return self.xp.zeros(n, dtype=self.x.dtype, device=_device(self.x))

@@ -1,0 +1,23 @@
+"""Command line: ``python -m zovh_opt.benchmarks <command> [options]``."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from . import step
+
+COMMANDS = {"step": step}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m zovh_opt.benchmarks", description=__doc__)
+    sub = parser.add_subparsers(dest="command", required=True)
+    for name, module in COMMANDS.items():
+        module.add_arguments(sub.add_parser(name, help=module.__doc__.splitlines()[0]))
+    args = parser.parse_args(argv)
+    return COMMANDS[args.command].run(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
