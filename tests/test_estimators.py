@@ -199,7 +199,11 @@ def test_decoupled_coefficients_match_dense_product(backend):
     U = np.concatenate([Uh, Ug])
     for exact in (False, True):
         c = estimators.decoupled_coefficients(
-            backend.asarray(U @ U.T), backend.asarray(yh), backend.asarray(yg), MU, LAM,
+            backend.asarray(U @ U.T),
+            backend.asarray(yh),
+            backend.asarray(yg),
+            MU,
+            LAM,
             exact=exact,
         )
         got = backend.to_numpy(c) @ U

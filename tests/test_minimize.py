@@ -42,7 +42,9 @@ def test_same_seed_same_run_bit_for_bit():
 def test_scipy_custom_method_gives_the_same_x():
     opts = {"learning_rate": 1e-3, "history": 2, "maxiter": 40}
     ours = zovh_opt.minimize(sphere, np.ones(10), rng=7, options=opts)
-    theirs = scipy.optimize.minimize(sphere, np.ones(10), method=zovh_opt.zovh, options={**opts, "rng": 7})
+    theirs = scipy.optimize.minimize(
+        sphere, np.ones(10), method=zovh_opt.zovh, options={**opts, "rng": 7}
+    )
     assert isinstance(theirs, OptimizeResult)
     assert np.array_equal(ours.x, theirs.x)
     assert theirs.nfev == ours.nfev
@@ -50,7 +52,9 @@ def test_scipy_custom_method_gives_the_same_x():
 
 def test_scipy_unknown_option_warns_with_its_name():
     with pytest.warns(OptimizeWarning, match="bogus"):
-        scipy.optimize.minimize(sphere, np.ones(4), method=zovh_opt.zovh, options={"bogus": 1, "maxiter": 2})
+        scipy.optimize.minimize(
+            sphere, np.ones(4), method=zovh_opt.zovh, options={"bogus": 1, "maxiter": 2}
+        )
     with pytest.warns(OptimizeWarning, match="bogus"):
         zovh_opt.minimize(sphere, np.ones(4), options={"bogus": 1, "maxiter": 2})
 
@@ -64,7 +68,9 @@ def test_scipy_bounds_warn():
 
 def test_callback_forms():
     seen_x, seen_res = [], []
-    zovh_opt.minimize(sphere, np.ones(5), rng=0, callback=lambda xk: seen_x.append(xk), options=FAST)
+    zovh_opt.minimize(
+        sphere, np.ones(5), rng=0, callback=lambda xk: seen_x.append(xk), options=FAST
+    )
 
     def cb(intermediate_result):
         seen_res.append(intermediate_result)
@@ -84,7 +90,9 @@ def test_callback_stop_iteration(through_scipy):
             raise StopIteration
 
     if through_scipy:
-        res = scipy.optimize.minimize(sphere, np.ones(5), method=zovh_opt.zovh, callback=cb, options=FAST)
+        res = scipy.optimize.minimize(
+            sphere, np.ones(5), method=zovh_opt.zovh, callback=cb, options=FAST
+        )
     else:
         res = zovh_opt.minimize(sphere, np.ones(5), callback=cb, options=FAST)
     assert res.nit == 5 and res.status == 99 and not res.success
@@ -100,7 +108,9 @@ def test_maxfev_is_a_hard_budget(method, maxfev):
         calls.append(1)
         return sphere(x)
 
-    res = zovh_opt.minimize(f, np.ones(5), method=method, options={"maxfev": maxfev, "maxiter": 10**6})
+    res = zovh_opt.minimize(
+        f, np.ones(5), method=method, options={"maxfev": maxfev, "maxiter": 10**6}
+    )
     assert res.nfev == len(calls) <= maxfev
     per = 3 if method == "zovh" else 4
     assert res.nfev + per > maxfev  # and nothing was left unused that could fit an iteration
@@ -113,7 +123,9 @@ def test_maxfev_too_small():
 
 
 def test_args_are_passed():
-    res = zovh_opt.minimize(lambda x, a, b: float(a * (x @ x) + b), np.ones(3), args=(2.0, 1.0), options=FAST)
+    res = zovh_opt.minimize(
+        lambda x, a, b: float(a * (x @ x) + b), np.ones(3), args=(2.0, 1.0), options=FAST
+    )
     assert res.fun == 2.0 * float(res.x @ res.x) + 1.0
 
 
@@ -151,7 +163,11 @@ def test_nonfinite_value_stops_with_finite_x():
         ({"x0": np.array([1.0, np.inf])}, ValueError, "x0 must be finite"),
         ({"fun": 3}, TypeError, "fun must be callable"),
         ({"method": "bfgs"}, ValueError, "method must be one of"),
-        ({"options": {"learning_rate": -1}}, ValueError, "learning_rate must be a finite number > 0"),
+        (
+            {"options": {"learning_rate": -1}},
+            ValueError,
+            "learning_rate must be a finite number > 0",
+        ),
         ({"options": {"n_directions": 2}}, ValueError, "n_directions must be >= 3"),
         ({"options": {"history": 0}}, ValueError, "history must be an integer >= 1"),
         ({"options": {"inverse": "dense"}}, ValueError, "inverse must be one of"),
@@ -173,7 +189,9 @@ def test_bad_input(kwargs, exc, match):
 @pytest.mark.parametrize("inverse", ["diagonal", "exact"])
 def test_step_is_the_newton_direction_of_the_history(history, inverse):
     """Algorithm 1: x_{t+1} = x_t - eta * p(U_hist, y_hist), with p from `newton_direction`."""
-    opt = zovh_opt.ZoVH(np.linspace(-1, 1, 30), rng=0, learning_rate=1e-6, history=history, inverse=inverse)
+    opt = zovh_opt.ZoVH(
+        np.linspace(-1, 1, 30), rng=0, learning_rate=1e-6, history=history, inverse=inverse
+    )
     U_hist, y_hist = [], []
     for _ in range(6):
         x = opt.x
@@ -184,12 +202,16 @@ def test_step_is_the_newton_direction_of_the_history(history, inverse):
         opt.tell(values)
         U = np.concatenate(U_hist[-history:])
         y = np.concatenate(y_hist[-history:])
-        p = estimators.newton_direction(U, y, opt.smoothing, opt.regularization, exact=inverse == "exact")
+        p = estimators.newton_direction(
+            U, y, opt.smoothing, opt.regularization, exact=inverse == "exact"
+        )
         np.testing.assert_allclose(opt.x - x, -1e-6 * p, rtol=1e-8)
 
 
 def test_decoupled_step_is_inverse_times_gradient():
-    opt = zovh_opt.ZoVH(np.linspace(-1, 1, 30), rng=0, product="decoupled", history=1, n_directions=4)
+    opt = zovh_opt.ZoVH(
+        np.linspace(-1, 1, 30), rng=0, product="decoupled", history=1, n_directions=4
+    )
     x = opt.x
     points = opt.ask()
     assert points.shape == (8, 30)
@@ -204,7 +226,9 @@ def test_decoupled_step_is_inverse_times_gradient():
 @pytest.mark.parametrize("product", ["shared", "decoupled"])
 def test_seeds_and_vectors_are_bit_identical(product):
     opts = {"product": product, "history": 3, "maxiter": 25, "learning_rate": 1e-6}
-    a = zovh_opt.minimize(rosenbrock, np.zeros(50), rng=5, options={**opts, "directions": "vectors"})
+    a = zovh_opt.minimize(
+        rosenbrock, np.zeros(50), rng=5, options={**opts, "directions": "vectors"}
+    )
     b = zovh_opt.minimize(rosenbrock, np.zeros(50), rng=5, options={**opts, "directions": "seeds"})
     assert np.array_equal(a.x, b.x) and np.array_equal(a.jac, b.jac)
     v = np.arange(50.0)
@@ -254,7 +278,10 @@ def test_rosenbrock_zovh_beats_zo_sgd_at_equal_budget():
         for method, scale in (("zovh", 0.1), ("zo-sgd", 1.0)):
             runs = [
                 zovh_opt.minimize(
-                    rosenbrock, x0, method=method, rng=0,
+                    rosenbrock,
+                    x0,
+                    method=method,
+                    rng=0,
                     options={**budget, "learning_rate": step * scale},
                 ).fun
                 for step in (3e-7, 1e-6, 3e-6)

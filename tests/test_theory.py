@@ -63,7 +63,9 @@ def central(U, f, x):
     return estimators.central_difference(U, y_plus, y_minus, float(f(x)), MU)
 
 
-@pytest.mark.parametrize("estimate", [zovh_hessian, stein_two, stein_three], ids=lambda f: f.__name__)
+@pytest.mark.parametrize(
+    "estimate", [zovh_hessian, stein_two, stein_three], ids=lambda f: f.__name__
+)
 def test_unbiased_on_quadratic(estimate):
     """E[H_hat] = grad^2 F_mu = A for a quadratic (Thm. bias-analysis, Cor. recovery-hess-stein)."""
     A, samples = draws(estimate)
@@ -75,7 +77,7 @@ def test_unbiased_on_quadratic(estimate):
 
 
 def test_central_difference_is_biased_as_predicted():
-    """E[H_CD] = A + tr(A) I / 2 on a quadratic: the bias the paper attributes to eq. hess-est-cd."""
+    """E[H_CD] = A + tr(A) I / 2 on a quadratic: the bias of eq. hess-est-cd."""
     A, samples = draws(central)
     mean, half = mean_and_halfwidth(samples)
     assert np.all(np.abs(mean - (A + np.trace(A) / 2 * np.eye(D))) <= half)
@@ -119,7 +121,9 @@ def test_woodbury_gap_formula_matches_dense():
 def test_woodbury_gap_decays_like_inverse_sqrt_d():
     """Prop. exact-vs-approx-inv-hess: the gap is O_p(K / sqrt(d)); K = 3, 50 seeds per d."""
     dims = np.array([100, 316, 1000, 3162, 10000])
-    gaps = np.array([np.mean([woodbury_gap(*gap_sample(int(d), s)) for s in range(50)]) for d in dims])
+    gaps = np.array(
+        [np.mean([woodbury_gap(*gap_sample(int(d), s)) for s in range(50)]) for d in dims]
+    )
     slope = np.polyfit(np.log(dims), np.log(gaps), 1)[0]
     print(f"fitted slope of log gap vs log d: {slope:.3f}")
     assert -0.6 <= slope <= -0.4, (slope, gaps)

@@ -70,7 +70,7 @@ class SeedSource:
 
     Parameters
     ----------
-    rng : None, int, numpy.random.Generator, numpy.random.SeedSequence, torch.Generator or cupy generator
+    rng : None, int, SeedSequence, numpy.random.Generator, torch.Generator or cupy generator
         SPEC 7 style seed. ``None`` draws fresh OS entropy; an int or ``SeedSequence`` seeds a
         new NumPy generator; a NumPy ``Generator`` is used (and advanced) as it is. A
         ``torch.Generator`` or a CuPy generator is asked once for a 63-bit seed, and the

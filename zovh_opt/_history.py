@@ -11,7 +11,8 @@ from ``G`` in ``O(M^2)``.
 from __future__ import annotations
 
 from collections import deque
-from typing import Any, Iterator, Sequence
+from collections.abc import Iterator, Sequence
+from typing import Any
 
 from ._backend import gaussian_direction, namespace_of
 

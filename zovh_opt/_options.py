@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import math
 import numbers
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 
 def _is_real(value: Any) -> bool:
@@ -60,7 +61,9 @@ def optional(check: Callable[[str, Any], Any]) -> Callable[[str, Any], Any]:
 
 def boolean(name: str, value: Any) -> bool:
     """``True`` or ``False``."""
-    if not isinstance(value, bool) and not (isinstance(value, numbers.Integral) and value in (0, 1)):
+    if not isinstance(value, bool) and not (
+        isinstance(value, numbers.Integral) and value in (0, 1)
+    ):
         raise TypeError(f"{name} must be True or False, got {value!r}")
     return bool(value)
 

@@ -266,7 +266,7 @@ def central_difference(U: Any, y_plus: Any, y_minus: Any, f0: Any, mu: float) ->
 
 
 def inverse_correction(gram: Any, nu: Any, lam: float, *, exact: bool) -> Any:
-    r"""The ``(M, M)`` matrix :math:`C` with :math:`(\hat H + \lambda I)^{-1} = I/\lambda - U^T C U`.
+    r"""The ``(M, M)`` matrix :math:`C` in :math:`(\hat H + \lambda I)^{-1} = I/\lambda - U^T C U`.
 
     With :math:`D = \mathrm{diag}(\nu)/(M-1)` and the Gram matrix :math:`G = U U^T`, Woodbury
     (eq. ``inv-hess-exact``) gives :math:`C = \lambda^{-2} (D^{-1} + G/\lambda)^{-1}`. We use the

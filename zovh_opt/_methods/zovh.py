@@ -101,8 +101,13 @@ class ZoVH(AskTellMethod):
         hess, grad = self._roles()
         h, g = self._index(hess), self._index(grad)
         y_grad = xp.take(y, g)
-        jac = rows.select(grad).combine(mu * estimators.centred_values(y_grad, mu) / (len(grad) - 1))
+        jac = rows.select(grad).combine(
+            mu * estimators.centred_values(y_grad, mu) / (len(grad) - 1)
+        )
         gram = xp.take(xp.take(self.queries.gram, h, axis=0), h, axis=1)
         nu = estimators.centred_values(xp.take(y, h), mu)
         C = estimators.inverse_correction(gram, nu, lam, exact=self._exact)
-        return {"jac": jac, "hess_inv": estimators.InverseHessianOperator(rows.select(hess), C, lam)}
+        return {
+            "jac": jac,
+            "hess_inv": estimators.InverseHessianOperator(rows.select(hess), C, lam),
+        }
