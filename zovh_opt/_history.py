@@ -86,10 +86,6 @@ class DirectionRows:
         """The directions as one ``(M, d)`` array (``M d`` memory)."""
         return namespace_of(self._like).stack(list(self))
 
-    def gram(self) -> Any:
-        """``U U^T``, computed row by row."""
-        return extend_gram(None, self.select([]), self)
-
 
 def extend_gram(gram: Any, kept: DirectionRows, new: DirectionRows) -> Any:
     """Gram matrix of ``kept + new`` from the Gram matrix ``gram`` of ``kept``.
