@@ -69,17 +69,22 @@ class AskTellMethod:
 
     # helpers for subclasses ---------------------------------------------------------------
 
-    def _points(self, center: Any, directions: Any, scale: float) -> Any:
-        """Rows ``center + scale * u``, one per direction, written into one new array."""
-        points = self.xp.empty(
-            (len(directions), center.shape[0]), dtype=center.dtype, device=_device(center)
-        )
-        for i, u in enumerate(directions):
-            points[i, :] = center + scale * u
-        return points
+    def _points(
+        self, center: Any, directions: Any, scale: float, *, with_center: bool = False
+    ) -> Any:
+        """Rows ``center + scale * u``, one per direction, written into one new array.
 
-    def _zeros(self, n: int) -> Any:
-        return self.xp.zeros(n, dtype=self.x.dtype, device=_device(self.x))
+        With ``with_center`` the first row is ``center`` itself.
+        """
+        first = 1 if with_center else 0
+        points = self.xp.empty(
+            (first + len(directions), center.shape[0]), dtype=center.dtype, device=_device(center)
+        )
+        if with_center:
+            points[0, :] = center
+        for i, u in enumerate(directions):
+            points[first + i, :] = center + scale * u
+        return points
 
     def _ask(self) -> tuple[Any, Any]:
         raise NotImplementedError

@@ -36,7 +36,7 @@ class ZOSGD(AskTellMethod):
     def _ask(self) -> tuple[Any, Any]:
         seeds = self.seeds.seeds(self.n_directions)
         rows = [gaussian_direction(s, self.x, self.seeds.native) for s in seeds]
-        points = self._points(self.x, [self._zeros(self.x.shape[0])] + rows, self.smoothing)
+        points = self._points(self.x, rows, self.smoothing, with_center=True)
         return points, DirectionRows(seeds, rows, self.x, self.seeds.native)
 
     def _tell(self, rows: Any, values: Any) -> None:
