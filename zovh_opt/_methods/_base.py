@@ -17,7 +17,12 @@ class AskTellMethod:
     dtype and device of ``x0``; ``tell(values)`` takes their function values (``(n_points,)``)
     and moves the iterate. ``minimize`` drives exactly this loop; users can drive it themselves.
 
-    Subclasses set ``name``, ``options`` (name -> `Option`) and implement ``_ask`` and ``_tell``.
+    Subclasses set ``name``, ``options`` (name -> `Option`) and implement ``_ask``, ``_tell``
+    and ``step_norm``; those that keep state across iterations also extend ``restart``.
+
+    After each ``tell``, ``amplification`` is the ratio of the step's length to that of the plain
+    gradient step the same values give (1 for gradient methods), and ``rejected_steps`` counts
+    steps a method refused to take.
     """
 
     name = ""
@@ -27,6 +32,11 @@ class AskTellMethod:
     }
 
     def __init__(self, x0: Any, *, rng: Any = None, **options: Any) -> None:
+        """Validate ``options``, start at ``x0`` and draw directions from ``rng``.
+
+        ``rng`` may also be a `SeedSource`, shared with other method objects (the driver's
+        learning-rate search runs several from one stream).
+        """
         unknown = sorted(set(options) - set(self.options))
         if unknown:
             raise TypeError(f"{type(self).__name__}: unknown options {', '.join(unknown)}")
@@ -36,8 +46,19 @@ class AskTellMethod:
         self.x = x0
         self.nit = 0
         self.nfev = 0
-        self.seeds = SeedSource(rng)
+        self.seeds = rng if isinstance(rng, SeedSource) else SeedSource(rng)
+        self.amplification = 1.0
+        self.rejected_steps = 0
         self._asked = None
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = dict(self.__dict__)
+        del state["xp"]  # modules do not pickle; the namespace is found again from x
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self.xp = namespace_of(self.x)
 
     @property
     def points_per_iteration(self) -> int:
@@ -62,6 +83,18 @@ class AskTellMethod:
         self._tell(asked, values)
         self.nit += 1
         self.nfev += n
+
+    def restart(self, x: Any, learning_rate: float) -> None:
+        """Start afresh from ``x`` with ``learning_rate``: pending asks and kept queries go."""
+        self.x = x
+        self.learning_rate = float(learning_rate)
+        self.amplification = 1.0
+        self._asked = None
+
+    @property
+    def step_norm(self) -> float:
+        """Euclidean length of the latest step, ``learning_rate * |p|`` (``nan`` before one)."""
+        raise NotImplementedError
 
     def estimates(self) -> dict[str, Any]:
         """Extra fields for the result (``jac``, ``hess_inv``) from the latest queries."""

@@ -44,6 +44,16 @@ class ZOSGD(AskTellMethod):
         self._jac = rows.combine(coef)
         self.x = self.x - self.learning_rate * self._jac
 
+    def restart(self, x: Any, learning_rate: float) -> None:
+        super().restart(x, learning_rate)
+        self._jac = None
+
+    @property
+    def step_norm(self) -> float:
+        if self._jac is None:
+            return float("nan")
+        return self.learning_rate * float(self.xp.linalg.vector_norm(self._jac))
+
     def estimates(self) -> dict[str, Any]:
         """``jac``: the latest anchor-baseline gradient estimate."""
         return {} if self._jac is None else {"jac": self._jac}
