@@ -78,48 +78,11 @@ def test_callback_forms():
     res = zovh_opt.minimize(sphere, np.ones(5), rng=0, callback=cb, options=FAST)
     assert len(seen_x) == len(seen_res) == 30
     assert isinstance(seen_res[-1], OptimizeResult) and seen_res[-1].nit == 30
-    assert np.array_equal(seen_x[-1], res.x) and np.array_equal(seen_res[-1].x, res.x)
+    assert seen_res[-1].nfev == 90 and seen_res[-1].fun == res.trace["fun"][-1]
+    assert np.array_equal(seen_x[-1], seen_res[-1].x)  # the last iterate, evaluated at the end
+    assert res.fun <= sphere(seen_x[-1])
     seen_x[-1][:] = 99  # callbacks get copies
     assert not np.any(res.x == 99)
-
-
-@pytest.mark.parametrize("through_scipy", [False, True])
-def test_callback_stop_iteration(through_scipy):
-    def cb(intermediate_result):
-        if intermediate_result.nit == 5:
-            raise StopIteration
-
-    if through_scipy:
-        res = scipy.optimize.minimize(
-            sphere, np.ones(5), method=zovh_opt.zovh, callback=cb, options=FAST
-        )
-    else:
-        res = zovh_opt.minimize(sphere, np.ones(5), callback=cb, options=FAST)
-    assert res.nit == 5 and res.status == 99 and not res.success
-    assert res.message == "`callback` raised `StopIteration`."
-
-
-@pytest.mark.parametrize("method", ["zovh", "zo-sgd"])
-@pytest.mark.parametrize("maxfev", [5, 17, 100])
-def test_maxfev_is_a_hard_budget(method, maxfev):
-    calls = []
-
-    def f(x):
-        calls.append(1)
-        return sphere(x)
-
-    res = zovh_opt.minimize(
-        f, np.ones(5), method=method, options={"maxfev": maxfev, "maxiter": 10**6}
-    )
-    assert res.nfev == len(calls) <= maxfev
-    per = 3 if method == "zovh" else 4
-    assert res.nfev + per > maxfev  # and nothing was left unused that could fit an iteration
-    assert res.status == 1
-
-
-def test_maxfev_too_small():
-    with pytest.raises(ValueError, match="maxfev"):
-        zovh_opt.minimize(sphere, np.ones(5), options={"maxfev": 3})
 
 
 def test_args_are_passed():
@@ -129,57 +92,9 @@ def test_args_are_passed():
     assert res.fun == 2.0 * float(res.x @ res.x) + 1.0
 
 
-def test_vectorized_matches_serial():
-    opts = {**FAST, "learning_rate": 1e-6}
-    serial = zovh_opt.minimize(rosenbrock, np.zeros(8), rng=3, options=opts)
-    batched = zovh_opt.minimize(rosenbrock, np.zeros(8), rng=3, vectorized=True, options=opts)
-    assert np.array_equal(serial.x, batched.x)
-
-
-def test_map_like_workers_match_serial():
-    serial = zovh_opt.minimize(sphere, np.ones(8), rng=3, options=FAST)
-    mapped = zovh_opt.minimize(sphere, np.ones(8), rng=3, workers=map, options=FAST)
-    assert np.array_equal(serial.x, mapped.x)
-
-
 def test_float32_is_kept():
     res = zovh_opt.minimize(quadratic, np.ones(20, dtype=np.float32), rng=0, options=FAST)
     assert res.x.dtype == np.float32 and res.jac.dtype == np.float32
-
-
-def test_nonfinite_value_stops_with_finite_x():
-    def f(x):
-        return np.nan if x[0] < 0.9 else sphere(x)
-
-    res = zovh_opt.minimize(f, np.ones(5), rng=0, options={"learning_rate": 0.05, "maxiter": 1000})
-    assert res.status == 3 and not res.success
-    assert np.all(np.isfinite(res.x))
-
-
-@pytest.mark.parametrize(
-    "kwargs, exc, match",
-    [
-        ({"x0": np.ones((2, 2))}, ValueError, "x0 must be a non-empty one-dimensional"),
-        ({"x0": np.array([1.0, np.inf])}, ValueError, "x0 must be finite"),
-        ({"fun": 3}, TypeError, "fun must be callable"),
-        ({"method": "bfgs"}, ValueError, "method must be one of"),
-        (
-            {"options": {"learning_rate": -1}},
-            ValueError,
-            "learning_rate must be a finite number > 0",
-        ),
-        ({"options": {"n_directions": 2}}, ValueError, "n_directions must be >= 3"),
-        ({"options": {"history": 0}}, ValueError, "history must be an integer >= 1"),
-        ({"options": {"inverse": "dense"}}, ValueError, "inverse must be one of"),
-        ({"rng": np.random.RandomState(0)}, TypeError, "RandomState"),
-        ({"fun": lambda x: "a"}, TypeError, "fun must return a real scalar"),
-        ({"fun": lambda x: np.ones(2)}, TypeError, "fun must return a real scalar"),
-    ],
-)
-def test_bad_input(kwargs, exc, match):
-    call = {"fun": sphere, "x0": np.ones(4), "options": {"maxiter": 2}, **kwargs}
-    with pytest.raises(exc, match=match):
-        zovh_opt.minimize(**call)
 
 
 # --- the optimizer against the kernels ----------------------------------------------------
@@ -249,17 +164,6 @@ def test_result_hess_inv_is_the_history_inverse():
     ref = estimators.inverse_hessian(U, y, opt.smoothing, opt.regularization).todense()
     np.testing.assert_allclose(est["hess_inv"].todense(), ref, rtol=1e-9)
     np.testing.assert_allclose(est["jac"], estimators.gradient(U, y, opt.smoothing), rtol=1e-9)
-
-
-def test_ask_tell_protocol_errors():
-    opt = zovh_opt.ZoVH(np.zeros(5), rng=0)
-    with pytest.raises(RuntimeError, match="preceding ask"):
-        opt.tell(np.zeros(3))
-    opt.ask()
-    with pytest.raises(RuntimeError, match="twice"):
-        opt.ask()
-    with pytest.raises(ValueError, match="expects 3 values"):
-        opt.tell(np.zeros(4))
 
 
 # --- end to end ----------------------------------------------------------------------------

@@ -10,14 +10,27 @@ estimators
     Pure array-API kernels of the paper: gradient, Hessian, inverse and Newton direction.
 problems
     Test functions with analytic derivatives.
-ZoVH, ZOSGD
-    The optimizers as ask/tell objects, for users who drive evaluation themselves.
+Optimizer
+    A run as an ask/tell object, with checkpoints: for users who drive evaluation themselves.
+METHODS
+    The method names and the classes that implement one iteration of each.
 """
 
 from . import estimators, problems
-from ._methods import ZOSGD, ZoVH
+from ._methods import METHODS, ZOSGD, ZoVH
 from ._minimize import minimize, zovh
+from ._optimizer import Optimizer
 
 __version__ = "0.1.0.dev0"
 
-__all__ = ["ZOSGD", "ZoVH", "estimators", "minimize", "problems", "zovh", "__version__"]
+__all__ = [
+    "METHODS",
+    "ZOSGD",
+    "Optimizer",
+    "ZoVH",
+    "estimators",
+    "minimize",
+    "problems",
+    "zovh",
+    "__version__",
+]

@@ -19,13 +19,21 @@ or ``cupy.random``; nothing is copied between host and device.
 
 from __future__ import annotations
 
+import math
 import numbers
 from typing import Any
 
 import array_api_compat
 import numpy as np
 
-__all__ = ["SeedSource", "gaussian_direction", "namespace_of", "as_array"]
+__all__ = [
+    "SeedSource",
+    "as_array",
+    "gaussian_direction",
+    "namespace_of",
+    "real_scalar",
+    "to_host_floats",
+]
 
 _SEED_BOUND = 2**63 - 1
 
@@ -53,6 +61,53 @@ def as_array(x: Any) -> Any:
     if array_api_compat.is_array_api_obj(x):
         return x
     return np.asarray(x)
+
+
+def real_scalar(value: Any, what: str) -> float:
+    """``value`` (a real number, or a one-element array of any library) as a Python float.
+
+    Raises
+    ------
+    TypeError
+        If ``value`` is not real (bool, complex, a string...) or has more than one element;
+        ``what`` names it in the message.
+    """
+    if array_api_compat.is_array_api_obj(value):
+        xp = array_api_compat.array_namespace(value)
+        size = math.prod(value.shape)
+        if size != 1 or not xp.isdtype(value.dtype, ("real floating", "integral")):
+            raise TypeError(
+                f"{what} must be a real scalar, got an array of shape {tuple(value.shape)} "
+                f"and dtype {value.dtype}"
+            )
+        return float(xp.reshape(value, ()))
+    if isinstance(value, numbers.Real) and not isinstance(value, (bool, np.bool_)):
+        return float(value)
+    raise TypeError(f"{what} must be a real scalar, got {type(value).__name__}")
+
+
+def to_host_floats(values: Any, what: str) -> list[float]:
+    """A one-dimensional array (any library, any device) or a sequence of reals as floats.
+
+    One device-to-host copy for GPU arrays. Raises ``TypeError`` for non-real entries and
+    ``ValueError`` for arrays that are not one-dimensional; ``what`` names ``values``.
+    """
+    if array_api_compat.is_array_api_obj(values):
+        xp = array_api_compat.array_namespace(values)
+        if values.ndim != 1:
+            raise ValueError(f"{what} must be one-dimensional, got shape {tuple(values.shape)}")
+        if not xp.isdtype(values.dtype, ("real floating", "integral")):
+            raise TypeError(f"{what} must be real numbers, got dtype {values.dtype}")
+        if array_api_compat.is_torch_array(values):
+            return [float(v) for v in values.detach().cpu().tolist()]
+        if array_api_compat.is_cupy_array(values):
+            return [float(v) for v in values.get().tolist()]
+        if array_api_compat.is_numpy_array(values):
+            return [float(v) for v in values.tolist()]
+        return [float(values[i]) for i in range(values.shape[0])]
+    if isinstance(values, (str, bytes)) or not hasattr(values, "__iter__"):
+        raise TypeError(f"{what} must be a sequence of real numbers, got {type(values).__name__}")
+    return [real_scalar(v, f"each of {what}") for v in values]
 
 
 def _is_cpu(x: Any) -> bool:

@@ -1,43 +1,16 @@
-"""The driver: validation, budgets, evaluation, callback and the ``OptimizeResult``.
-
-It knows nothing about the math: it asks the method object for points, evaluates them, tells the
-values back, and decides when to stop.
-"""
+"""``minimize`` and the SciPy custom method ``zovh``: the front doors to `Optimizer`."""
 
 from __future__ import annotations
 
-import inspect
-import numbers
 import warnings
-from collections.abc import Callable, Iterator
-from concurrent.futures import ProcessPoolExecutor
-from contextlib import contextmanager
+from collections.abc import Callable
 from typing import Any
 
-from array_api_compat import device as _device
-from array_api_compat import is_array_api_obj
-from scipy.optimize import OptimizeResult, OptimizeWarning
+from scipy.optimize import OptimizeResult
 
-from ._backend import as_array, namespace_of
-from ._methods import METHODS
-from ._options import Option, boolean, integer_at_least, optional, resolve
+from ._optimizer import Optimizer, checked_method, known_options
 
 __all__ = ["minimize", "zovh"]
-
-DRIVER_OPTIONS = {
-    "maxiter": Option(1000, integer_at_least(1)),
-    "maxfev": Option(None, optional(integer_at_least(1))),
-    "disp": Option(False, boolean),
-}
-
-# status codes and messages, following scipy.optimize where SciPy has one
-SUCCESS, MAXFEV, MAXITER, NONFINITE, CALLBACK = 0, 1, 2, 3, 99
-MESSAGES = {
-    MAXFEV: "Maximum number of function evaluations has been exceeded.",
-    MAXITER: "Maximum number of iterations has been exceeded.",
-    NONFINITE: "NaN result encountered.",
-    CALLBACK: "`callback` raised `StopIteration`.",
-}
 
 
 def minimize(
@@ -61,7 +34,8 @@ def minimize(
         ``fun(x, *args) -> float``: the objective, evaluated at a one-dimensional array of the
         namespace, dtype and device of ``x0``. It must return a real scalar (a Python number, a
         NumPy scalar or a 0-d/size-1 array). With ``vectorized=True`` it receives an
-        ``(n_points, d)`` array and returns ``(n_points,)`` values.
+        ``(n_points, d)`` array and returns ``(n_points,)`` values. An exception raised by
+        ``fun`` propagates unchanged; NaN and +-inf values are handled (see Notes).
     x0 : array_like, shape (d,)
         Starting point: a NumPy, PyTorch or CuPy array (anything array-api-compat knows), or a
         sequence of numbers (made a NumPy float64 array). float32 and float64 are kept as given;
@@ -77,36 +51,48 @@ def minimize(
         at ``x``), ``nit`` and ``nfev``; or ``callback(xk)`` with a copy of the iterate. Raising
         ``StopIteration`` ends the run with ``success=False`` and status 99.
     options : dict, optional
-        Method options, see below.
-    tol : None
-        Reserved for a stopping tolerance; only ``None`` is accepted in this version.
+        Method and driver options, see below. Unknown names warn (``OptimizeWarning``).
+    tol : float, optional
+        Tolerance on the smoothed decrease of f: sets the ``ftol`` option unless given there.
     rng : None, int, numpy.random.Generator, torch.Generator or cupy generator, optional
         Source of the random directions (SPEC 7). The same seed, backend and dtype give the
         same run bit for bit.
     workers : int or map-like callable, optional
-        Evaluate the points of one iteration in parallel: an int is the size of a process pool
-        (-1 for all cores); a callable ``workers(func, iterable)`` is used like ``map``.
-        ``fun`` must then be picklable.
+        Evaluate the points of one iteration in parallel, as in
+        ``scipy.optimize.differential_evolution``: an int >= 2 is the size of a process pool
+        (-1: one process per CPU; 1: serial), and ``fun`` must then be picklable; a callable
+        ``workers(func, iterable)`` is used like ``map`` and may run anywhere, for example a
+        Dask cluster: ``workers=lambda f, xs: client.gather(client.map(f, list(xs),
+        pure=False))``.
     vectorized : bool, default False
-        Call ``fun`` once per iteration with all points stacked in rows.
+        Call ``fun`` once per iteration with all points stacked in rows, as GPU users batch
+        their forward passes.
 
     Returns
     -------
     scipy.optimize.OptimizeResult
-        ``x`` (final iterate, in the namespace and on the device of ``x0``), ``fun`` (a float:
-        ``fun`` evaluated at ``x``, counted in ``nfev``), ``nit``, ``nfev``, ``status``,
-        ``success``, ``message``; ``jac``, the latest gradient estimate, and for ``"zovh"``
+        ``x`` (in the namespace and on the device of ``x0``): the evaluated point with the
+        lowest finite value, and ``fun`` that value (with ``noisy=True``: the final iterate and
+        the mean of fresh evaluations there, see Notes); ``nit``, ``nfev`` (every evaluation,
+        the final one at the last iterate included), ``status``, ``success``, ``message``;
+        ``learning_rate`` (the rate at the end), ``restarts`` (one dict per safeguard restart),
+        ``trace`` (per iteration ``nit``, ``nfev`` and ``fun``, the mean of that iteration's
+        values, for plotting); ``jac``, the latest gradient estimate, and for ``"zovh"``
         ``hess_inv``, a linear operator for the final regularised inverse-Hessian estimate.
-        ``status`` is 1 (``maxfev`` reached), 2 (``maxiter`` reached), 3 (a non-finite function
-        value: ``x`` is then the last iterate reached before it) or 99 (the callback stopped
-        the run); ``success`` is ``True`` only for status 0, which a convergence test would set.
+
+        ``status``: 0 ``ftol`` met, 1 ``maxfev``, 2 ``maxiter``, 3 failed (non-finite values
+        or divergence after ``max_restarts`` restarts), 4 ``ftarget`` reached, 5 ``maxtime``,
+        6 interrupted (``KeyboardInterrupt``: the result so far, without a final evaluation),
+        99 the callback raised ``StopIteration``. ``success`` is True for 0 and 4.
 
     Options
     -------
-    learning_rate : float, default 1e-4
+    learning_rate : float or "auto", default 1e-4
         Step size :math:`\\eta` in ``x <- x - eta * p``. Zeroth-order steps diverge within a
-        few dozen iterations when it is too large: tune it on a short run, dividing it by 3
-        while f grows. The default suits objectives with curvature of order one.
+        few dozen iterations when it is too large; the safeguard then restarts with a quarter
+        of it (see Notes). ``"auto"`` searches ``1e-1 ... 1e-9`` with short trial runs first,
+        for at most ``90 * K`` evaluations (ZoVH). The default suits objectives with curvature
+        of order one.
     smoothing : float, default 0.1
         Smoothing radius :math:`\\mu`: queries are ``x + mu * u`` with ``u ~ N(0, I)``. Larger
         values lower the variance and raise the smoothing bias (Thm. ``bias-variance-tradeoff``);
@@ -135,12 +121,45 @@ def minimize(
     maxiter : int, default 1000
         Maximum number of iterations.
     maxfev : int, optional
-        Hard budget of function evaluations, including the final one at ``x``.
-    disp : bool, default False
-        Print a summary at the end.
+        Hard budget of function evaluations, including the final ones at ``x``.
+    maxtime : float, optional
+        Wall-clock budget in seconds, checked before each iteration.
+    ftarget : float, optional
+        Stop (status 4, success) once a point with ``f <= ftarget`` has been evaluated (with
+        ``noisy=True``: once an iteration's f estimate is that low).
+    ftol : float, optional
+        Stop (status 0, success) when the mean f estimate over the last ``ftol_window``
+        iterations is lower than over the ``ftol_window`` before by at most ``ftol`` times
+        ``max(|f|, 1)``. ``tol`` sets it.
+    ftol_window : int, default 50
+        Iterations averaged by the ``ftol`` rule; the estimates are noisy, so keep it long.
+    noisy : bool, default False
+        The objective is noisy: report the final iterate and an unbiased ``fun`` (see Notes).
+    final_evaluations : int, default 1 (10 with ``noisy=True``)
+        Evaluations at the final iterate.
+    max_restarts : int, default 5
+        Safeguard restarts allowed before a failure ends the run (0: the first one does).
+    disp : bool or int, default False
+        Print a table row (iteration, evaluations, f estimate, step norm, learning rate,
+        elapsed seconds) about 20 times a run, or every ``disp`` iterations, then a summary.
+    progress : bool, default False
+        Show a progress bar (needs ``tqdm``: ``pip install 'zovh-opt[progress]'``).
 
     Notes
     -----
+    *Failures.* An iteration whose values include NaN or +-inf never reaches the estimators,
+    nor does one whose f estimate shows the iterates diverging (it grew a hundredfold over its
+    scale) or whose step hits a near-singular Woodbury denominator. The run restarts from the
+    iterate with the lowest f estimate so far, with the learning rate cut by 4; after
+    ``max_restarts`` restarts it ends with status 3. ``x`` is never non-finite. Details in
+    `Optimizer`.
+
+    *Noisy objectives.* For ``f(x) + sigma * xi`` the lowest of thousands of noisy values is
+    biased low (it picks favourable noise) and its point is not the best one. Pass
+    ``noisy=True``: ``x`` is then the final iterate, ``fun`` the mean of
+    ``final_evaluations`` fresh values there (unbiased for ``f(x)``) and ``fun_std_error`` its
+    standard error.
+
     The defaults ``K = 3``, ``N = 4``, ``mu = 0.1`` and ``lambda = 0.1`` are the paper's
     (Appx. ``synthetic-setup``). With them ``eta / lambda = 1e-3`` is the effective gradient step
     away from the sampled directions, stable on a unit-curvature quadratic in ``d = 1000``
@@ -157,204 +176,24 @@ def minimize(
     ...                options={"learning_rate": 1e-3, "maxiter": 500})
     >>> bool(res.fun < 0.5), res.nit, res.nfev
     (True, 500, 1501)
+
+    A noisy objective, stopped by the smoothed-decrease rule:
+
+    >>> rng = np.random.default_rng(1)
+    >>> noisy = lambda x: float(x @ x) + 0.01 * rng.standard_normal()
+    >>> res = minimize(noisy, np.ones(50), rng=0, tol=1e-3,
+    ...                options={"learning_rate": 1e-3, "noisy": True, "maxiter": 5000})
+    >>> res.status, bool(abs(res.fun - float(res.x @ res.x)) < 5 * res.fun_std_error)
+    (0, True)
     """
-    if tol is not None:
-        raise NotImplementedError("tol: a stopping tolerance is not available yet; pass None")
     if not callable(fun):
         raise TypeError(f"fun must be callable, got {type(fun).__name__}")
-    if not isinstance(args, tuple):
-        args = (args,)
-    if method not in METHODS:
-        raise ValueError(f"method must be one of {sorted(METHODS)}, got {method!r}")
-    options = dict(options or {})
-    x0 = _validated_x0(x0)
-    cls = METHODS[method]
-    specs = {**cls.options, **DRIVER_OPTIONS}
-    unknown = sorted(set(options) - set(specs))
-    if unknown:
-        warnings.warn(
-            f"Unknown solver options: {', '.join(unknown)}", OptimizeWarning, stacklevel=2
-        )
-    driver = resolve(DRIVER_OPTIONS, options)
-    optimizer = cls(x0, rng=rng, **{k: v for k, v in options.items() if k in cls.options})
-    per_iteration = optimizer.points_per_iteration
-    maxfev = driver["maxfev"]
-    if maxfev is not None and maxfev < per_iteration + 1:
-        raise ValueError(
-            f"maxfev must allow one iteration and the final evaluation "
-            f"(>= {per_iteration + 1} for method {method!r}), got {maxfev}"
-        )
-    with _evaluator(fun, args, workers, vectorized, x0) as evaluate:
-        return _run(optimizer, evaluate, callback, driver)
-
-
-def _run(optimizer: Any, evaluate: Callable[[Any], Any], callback: Any, driver: dict) -> Any:
-    xp = optimizer.xp
-    notify = _callback_caller(callback)
-    maxfev, status = driver["maxfev"], None
-    while status is None:
-        if optimizer.nit >= driver["maxiter"]:
-            status = MAXITER
-        elif maxfev is not None and optimizer.nfev + optimizer.points_per_iteration + 1 > maxfev:
-            status = MAXFEV
-        else:
-            points = optimizer.ask()
-            values = evaluate(points)
-            del points
-            if not bool(xp.all(xp.isfinite(values))):
-                optimizer.nfev += optimizer.points_per_iteration
-                status = NONFINITE
-                break
-            optimizer.tell(values)
-            if notify is not None and notify(optimizer, values):
-                status = CALLBACK
-    x = optimizer.x
-    result = OptimizeResult(
-        x=x,
-        fun=float(evaluate(x[None, :])[0]),
-        nit=optimizer.nit,
-        nfev=optimizer.nfev + 1,
-        status=status,
-        success=status == SUCCESS,
-        message=MESSAGES[status],
-        **optimizer.estimates(),
-    )
-    if driver["disp"]:
-        print(result.message)
-        print(f"         Current function value: {result.fun:.6g}")
-        print(f"         Iterations: {result.nit}")
-        print(f"         Function evaluations: {result.nfev}")
-    return result
-
-
-def _callback_caller(callback: Any) -> Callable[[Any, Any], bool] | None:
-    """Wrap ``callback`` in its SciPy form; the wrapper returns True to stop."""
-    if callback is None:
-        return None
-    if not callable(callback):
-        raise TypeError(f"callback must be callable, got {type(callback).__name__}")
-    try:
-        wants_result = set(inspect.signature(callback).parameters) == {"intermediate_result"}
-    except (TypeError, ValueError):
-        wants_result = False
-
-    def call(optimizer: Any, values: Any) -> bool:
-        x = optimizer.xp.asarray(optimizer.x, copy=True)
-        try:
-            if wants_result:
-                callback(
-                    intermediate_result=OptimizeResult(
-                        x=x,
-                        fun=float(optimizer.xp.mean(values)),
-                        nit=optimizer.nit,
-                        nfev=optimizer.nfev,
-                    )
-                )
-            else:
-                callback(x)
-        except StopIteration:
-            return True
-        return False
-
-    return call
-
-
-def _validated_x0(x0: Any) -> Any:
-    x0 = as_array(x0)
-    xp = namespace_of(x0)
-    if x0.ndim != 1 or x0.shape[0] == 0:
-        raise ValueError(
-            f"x0 must be a non-empty one-dimensional array, got shape {tuple(x0.shape)}"
-        )
-    if xp.isdtype(x0.dtype, "complex floating") or xp.isdtype(x0.dtype, "bool"):
-        raise TypeError(f"x0 must be real, got dtype {x0.dtype}")
-    if not xp.isdtype(x0.dtype, "real floating"):
-        x0 = xp.astype(x0, xp.float64)
-    elif x0.dtype not in (xp.float32, xp.float64):
-        raise TypeError(f"x0 must be float32 or float64, got dtype {x0.dtype}")
-    if not bool(xp.all(xp.isfinite(x0))):
-        raise ValueError("x0 must be finite")
-    return x0
-
-
-def _to_value(v: Any, xp: Any, like: Any) -> Any:
-    """One function value as a 0-d array of ``like``'s namespace, dtype and device."""
-    if is_array_api_obj(v):
-        vxp = namespace_of(v)
-        size = 1
-        for n in v.shape:
-            size *= n
-        if size != 1 or not vxp.isdtype(v.dtype, ("real floating", "integral")):
-            raise TypeError(
-                f"fun must return a real scalar, got an array of shape {tuple(v.shape)} "
-                f"and dtype {v.dtype}"
-            )
-        if vxp is xp:
-            return xp.astype(xp.reshape(v, ()), like.dtype)
-        v = float(vxp.reshape(v, ()))
-    elif not isinstance(v, numbers.Real) or isinstance(v, bool):
-        raise TypeError(f"fun must return a real scalar, got {type(v).__name__}")
-    return xp.asarray(float(v), dtype=like.dtype, device=_device(like))
-
-
-class _Call:
-    """``fun`` with its extra arguments bound; picklable when ``fun`` is."""
-
-    def __init__(self, fun: Callable[..., Any], args: tuple) -> None:
-        self.fun, self.args = fun, args
-
-    def __call__(self, x: Any) -> Any:
-        return self.fun(x, *self.args)
-
-
-@contextmanager
-def _evaluator(
-    fun: Callable[..., Any], args: tuple, workers: Any, vectorized: bool, like: Any
-) -> Iterator[Callable[[Any], Any]]:
-    """Yield ``evaluate(points) -> values`` for the chosen evaluation mode."""
-    xp = namespace_of(like)
-    call = _Call(fun, args)
-    if vectorized:
-        if workers is not None:
-            raise ValueError("workers cannot be combined with vectorized=True")
-
-        def evaluate(points: Any) -> Any:
-            values = as_array(call(points))
-            n = points.shape[0]
-            if tuple(values.shape) != (n,):
-                raise ValueError(
-                    f"with vectorized=True, fun must return shape ({n},), got {tuple(values.shape)}"
-                )
-            return xp.stack([_to_value(values[i], xp, like) for i in range(n)])
-
-        yield evaluate
-        return
-    pool = None
-    if workers is None:
-        mapper: Callable[..., Any] = map
-    elif callable(workers):
-        mapper = workers
-    elif (
-        isinstance(workers, numbers.Integral)
-        and not isinstance(workers, bool)
-        and (workers == -1 or workers >= 1)
-    ):
-        pool = ProcessPoolExecutor(max_workers=None if workers == -1 else int(workers))
-        mapper = pool.map
-    else:
-        raise ValueError(
-            f"workers must be None, -1, an integer >= 1 or a map-like callable, got {workers!r}"
-        )
-
-    def evaluate(points: Any) -> Any:
-        rows = [points[i, ...] for i in range(points.shape[0])]
-        return xp.stack([_to_value(v, xp, like) for v in mapper(call, rows)])
-
-    try:
-        yield evaluate
-    finally:
-        if pool is not None:
-            pool.shutdown()
+    method = checked_method(method)
+    if options is not None and not isinstance(options, dict):
+        raise TypeError(f"options must be a dict, got {type(options).__name__}")
+    options = known_options(method, dict(options or {}), stacklevel=2)
+    optimizer = Optimizer(x0, method, options=options, tol=tol, rng=rng)
+    return optimizer.run(fun, args, callback=callback, workers=workers, vectorized=vectorized)
 
 
 def zovh(
@@ -373,8 +212,9 @@ def zovh(
 
     ``scipy.optimize.minimize(fun, x0, method=zovh_opt.zovh, options={...})`` runs the same
     optimizer as ``zovh_opt.minimize(fun, x0, method="zovh", options={...})``; the same seed
-    gives the same ``x``. ``rng`` is read from the options; other unknown options warn with
-    ``OptimizeWarning``. ZoVH uses no derivatives, bounds or constraints: passing them warns.
+    gives the same ``x``. ``rng``, ``workers`` and ``vectorized`` are read from the options;
+    other unknown options warn with ``OptimizeWarning``. ZoVH uses no derivatives, bounds or
+    constraints: passing them warns.
 
     SciPy converts ``x0`` to a NumPy array before calling a custom method, so GPU arrays must go
     through `zovh_opt.minimize` instead.
@@ -398,4 +238,17 @@ def zovh(
         warnings.warn("Method zovh cannot handle constraints.", RuntimeWarning, stacklevel=3)
     rng = options.pop("rng", None)
     tol = options.pop("tol", None)
-    return minimize(fun, x0, args, "zovh", callback=callback, options=options, tol=tol, rng=rng)
+    workers = options.pop("workers", None)
+    vectorized = options.pop("vectorized", False)
+    return minimize(
+        fun,
+        x0,
+        args,
+        "zovh",
+        callback=callback,
+        options=options,
+        tol=tol,
+        rng=rng,
+        workers=workers,
+        vectorized=vectorized,
+    )

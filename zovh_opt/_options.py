@@ -18,11 +18,25 @@ def _is_real(value: Any) -> bool:
     return isinstance(value, numbers.Real) and not isinstance(value, bool)
 
 
+def _real(name: str, value: Any, allowed: str) -> float:
+    if not _is_real(value):
+        raise TypeError(f"{name} must be {allowed}, got {type(value).__name__} {value!r}")
+    if not math.isfinite(value):
+        raise ValueError(f"{name} must be {allowed}, got {value!r}")
+    return float(value)
+
+
 def positive_real(name: str, value: Any) -> float:
     """A finite real number > 0."""
-    if not _is_real(value) or not math.isfinite(value) or value <= 0:
+    value = _real(name, value, "a finite number > 0")
+    if value <= 0:
         raise ValueError(f"{name} must be a finite number > 0, got {value!r}")
-    return float(value)
+    return value
+
+
+def finite_real(name: str, value: Any) -> float:
+    """Any finite real number."""
+    return _real(name, value, "a finite number")
 
 
 def integer_at_least(minimum: int) -> Callable[[str, Any], int]:

@@ -1,0 +1,133 @@
+"""Item 5 of the driver issue: the ask/tell object, its result, and bit-identical resumes."""
+
+from __future__ import annotations
+
+import pickle
+
+import numpy as np
+import pytest
+
+import zovh_opt
+from zovh_opt import Optimizer
+from zovh_opt.problems import rosenbrock
+
+D = 40
+
+
+def drive(opt, fun, iterations=None, xp=None):
+    """Run ``opt`` for ``iterations`` ask/tell rounds (None: until done)."""
+    n = 0
+    while not opt.done and (iterations is None or n < iterations):
+        points = opt.ask()
+        opt.tell([float(fun(points[i, ...])) for i in range(points.shape[0])])
+        n += 1
+    return opt
+
+
+def assert_same_result(a, b, xp):
+    assert bool(xp.all(a.x == b.x))
+    for key in ("fun", "nit", "nfev", "status", "message", "learning_rate", "restarts", "trace"):
+        assert a[key] == b[key], key
+
+
+@pytest.mark.parametrize(
+    "method, options",
+    [
+        ("zovh", {}),
+        ("zovh", {"directions": "seeds", "inverse": "exact"}),
+        ("zovh", {"product": "decoupled", "history": 2}),
+        ("zovh", {"learning_rate": "auto"}),
+        ("zovh", {"noisy": True}),
+        ("zo-sgd", {"learning_rate": 1e-5}),
+    ],
+)
+def test_ask_tell_loop_is_minimize(method, options):
+    opts = {"maxiter": 60, "learning_rate": 1e-6, **options}
+    x0 = np.random.default_rng(0).standard_normal(D)
+    res = zovh_opt.minimize(rosenbrock, x0, method=method, rng=4, options=opts)
+    loop = drive(Optimizer(x0, method, rng=4, options=opts), rosenbrock).result()
+    assert_same_result(res, loop, np)
+
+
+@pytest.mark.parametrize(
+    "method, options",
+    [
+        ("zovh", {}),
+        ("zovh", {"directions": "seeds"}),
+        ("zovh", {"learning_rate": "auto"}),
+        ("zovh", {"learning_rate": 3e-5}),  # diverges: restarts on the way
+        ("zo-sgd", {"learning_rate": 1e-5}),
+    ],
+)
+@pytest.mark.parametrize("between", ["tell-and-ask", "ask-and-tell"])
+def test_resume_from_a_checkpoint_is_bit_identical(method, options, between, tmp_path, backend):
+    xp = backend.xp
+    opts = {"maxiter": 80, "learning_rate": 1e-6, **options}
+    x0 = backend.asarray(np.random.default_rng(0).standard_normal(D))
+    whole = drive(Optimizer(x0, method, rng=11, options=opts), rosenbrock).result()
+
+    first = drive(Optimizer(x0, method, rng=11, options=opts), rosenbrock, iterations=33)
+    pending = None
+    if between == "ask-and-tell":
+        pending = first.ask()
+    first.save(tmp_path / "run.pkl")
+    del first
+    resumed = Optimizer.load(tmp_path / "run.pkl")
+    if pending is not None:
+        resumed.tell([float(rosenbrock(pending[i, ...])) for i in range(pending.shape[0])])
+    second = drive(resumed, rosenbrock).result()
+    if options.get("learning_rate") == 3e-5:
+        assert whole.restarts, "this case must exercise the safeguard"
+    assert_same_result(whole, second, xp)
+
+
+def test_result_before_the_end_is_the_best_so_far():
+    opt = Optimizer(np.ones(D), rng=0, options={"maxiter": 10, "learning_rate": 1e-3})
+    assert np.isnan(opt.result().fun) and opt.result().status == -1
+    drive(opt, lambda x: float(x @ x), iterations=4)
+    res = opt.result()
+    assert res.status == -1 and not res.success and res.nit == 4 and res.nfev == 12
+    assert res.fun == float(res.x @ res.x)
+
+
+def test_protocol_errors():
+    opt = Optimizer(np.zeros(D), rng=0, options={"maxiter": 1})
+    with pytest.raises(RuntimeError, match="preceding ask"):
+        opt.tell(np.zeros(3))
+    opt.ask()
+    with pytest.raises(RuntimeError, match="twice"):
+        opt.ask()
+    with pytest.raises(ValueError, match="expects 3 values"):
+        opt.tell(np.zeros(4))
+    with pytest.raises(TypeError, match="values must be a sequence of real numbers"):
+        opt.tell(3.0)
+    opt.tell(np.zeros(3))
+    final = opt.ask()
+    assert final.shape == (1, D)  # the final evaluation at the iterate
+    opt.tell([0.0])
+    assert opt.done
+    with pytest.raises(RuntimeError, match="the run has ended"):
+        opt.ask()
+
+
+def test_load_rejects_other_pickles(tmp_path):
+    path = tmp_path / "other.pkl"
+    path.write_bytes(pickle.dumps({"x": 1}))
+    with pytest.raises(TypeError, match="does not hold a Optimizer"):
+        Optimizer.load(path)
+
+
+def test_elapsed_time_carries_over_a_checkpoint(tmp_path):
+    opt = Optimizer(np.ones(D), rng=0)
+    opt._elapsed = 100.0  # as if it had run for 100 s
+    opt.save(tmp_path / "run.pkl")
+    assert Optimizer.load(tmp_path / "run.pkl").elapsed >= 100.0
+
+
+def test_minimize_resumes_through_run(tmp_path):
+    opts = {"maxiter": 50, "learning_rate": 1e-3}
+    whole = zovh_opt.minimize(lambda x: float(x @ x), np.ones(D), rng=2, options=opts)
+    opt = drive(Optimizer(np.ones(D), rng=2, options=opts), lambda x: float(x @ x), 20)
+    opt.save(tmp_path / "run.pkl")
+    res = Optimizer.load(tmp_path / "run.pkl").run(lambda x: float(x @ x))
+    assert_same_result(whole, res, np)

@@ -1,0 +1,166 @@
+"""Item 2 of the driver issue: NaN and inf values, exceptions and KeyboardInterrupt."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+import zovh_opt
+from zovh_opt._methods.zovh import ZoVH
+
+D = 40
+
+
+class Recorder:
+    """An objective that keeps every (point, value) it returns."""
+
+    def __init__(self, fun):
+        self.fun, self.points, self.values = fun, [], []
+
+    def __call__(self, x):
+        value = self.fun(x)
+        self.points.append(np.array(x, copy=True))
+        self.values.append(value)
+        return value
+
+    def best(self):
+        finite = [(v, i) for i, v in enumerate(self.values) if math.isfinite(v)]
+        v, i = min(finite)
+        return v, self.points[i]
+
+
+def holes(x):
+    """The sphere, undefined (NaN) on a slab and infinite on another."""
+    if 0.3 < x[0] < 0.6:
+        return math.nan
+    if x[1] < -0.5:
+        return math.inf
+    return float(x @ x)
+
+
+@pytest.mark.parametrize("method", ["zovh", "zo-sgd"])
+def test_nonfinite_values_never_reach_the_estimators(method, monkeypatch):
+    told = []
+    cls = zovh_opt.METHODS[method]
+    original = cls._tell
+
+    def spy(self, asked, values):
+        told.append(np.asarray(values))
+        original(self, asked, values)
+
+    monkeypatch.setattr(cls, "_tell", spy)
+    f = Recorder(holes)
+    x0 = np.full(D, 0.2)
+    res = zovh_opt.minimize(
+        f, x0, method=method, rng=0, options={"learning_rate": 1e-2, "maxiter": 300}
+    )
+    assert any(not math.isfinite(v) for v in f.values), "the test must hit the holes"
+    assert told and all(np.all(np.isfinite(v)) for v in told)
+    assert np.all(np.isfinite(res.x))
+
+
+@pytest.mark.parametrize("method", ["zovh", "zo-sgd"])
+def test_returned_point_is_the_best_finite_point_evaluated(method):
+    f = Recorder(holes)
+    res = zovh_opt.minimize(
+        f, np.full(D, 0.2), method=method, rng=1, options={"learning_rate": 1e-2, "maxiter": 300}
+    )
+    best_value, best_point = f.best()
+    assert res.fun == best_value and np.array_equal(res.x, best_point)
+    assert holes(res.x) == res.fun  # fun is f(x), not an estimate
+    assert res.nfev == len(f.values)
+
+
+def test_minus_infinity_is_not_a_best_value():
+    def f(x):
+        return -math.inf if x[0] > 1.05 else float(x @ x)
+
+    res = zovh_opt.minimize(f, np.ones(D), rng=0, options={"maxiter": 50})
+    assert math.isfinite(res.fun) and res.fun == f(res.x)
+
+
+def test_objective_that_is_never_finite_ends_with_status_3_and_finite_x():
+    f = Recorder(lambda x: math.nan)
+    res = zovh_opt.minimize(f, np.ones(D), rng=0, options={"max_restarts": 2, "maxiter": 100})
+    assert res.status == 3 and not res.success
+    assert "Stopped after 2 restarts" in res.message and "not finite" in res.message
+    assert len(res.restarts) == 2 and res.nit == 3
+    assert np.array_equal(res.x, np.ones(D)) and math.isnan(res.fun)
+    assert res.nfev == len(f.values) == 3 * 3 + 1
+
+
+class Boom(Exception):
+    pass
+
+
+@pytest.mark.parametrize("mode", ["serial", "vectorized", "map-like"])
+def test_exception_in_fun_propagates_unchanged(mode):
+    error = Boom("simulation crashed")
+    calls = []
+
+    def f(x):
+        calls.append(1)
+        if len(calls) == 7:
+            raise error
+        return np.sum(x * x, axis=-1)
+
+    kwargs = {"vectorized": True} if mode == "vectorized" else {}
+    if mode == "map-like":
+        kwargs = {"workers": lambda func, xs: [func(x) for x in xs]}
+    with pytest.raises(Boom) as info:
+        zovh_opt.minimize(f, np.ones(D), options={"maxiter": 100}, **kwargs)
+    assert info.value is error
+
+
+@pytest.mark.parametrize("vectorized", [False, True])
+def test_keyboard_interrupt_returns_the_result_so_far(vectorized):
+    f = Recorder(lambda x: float(np.sum(x * x)))
+
+    def fun(x):
+        if len(f.values) >= 48:  # 16 whole iterations of 3 points
+            raise KeyboardInterrupt
+        return np.array([f(row) for row in x]) if vectorized else f(x)
+
+    res = zovh_opt.minimize(
+        fun, np.ones(D), rng=0, vectorized=vectorized, options={"maxiter": 1000}
+    )
+    assert res.status == 6 and not res.success and "KeyboardInterrupt" in res.message
+    assert res.nfev == len(f.values)  # nothing evaluated is lost, nothing is added
+    best_value, best_point = f.best()
+    assert res.fun == best_value and np.array_equal(res.x, best_point)
+    assert res.nit == len(f.values) // 3
+
+
+def test_keyboard_interrupt_mid_iteration_keeps_the_partial_values():
+    f = Recorder(lambda x: float(np.sum(x * x)) - (100.0 if len(f.values) == 49 else 0.0))
+
+    def fun(x):
+        if len(f.values) == 50:
+            raise KeyboardInterrupt
+        return f(x)
+
+    res = zovh_opt.minimize(fun, np.ones(D), rng=0, options={"maxiter": 1000})
+    # 50 = 16 iterations of 3 and two values of the 17th; the 50th is the lowest
+    assert res.nit == 16 and res.nfev == 50
+    assert res.fun == f.values[49] and np.array_equal(res.x, f.points[49])
+
+
+def test_failed_iteration_restarts_from_the_best_iterate_without_its_queries():
+    opt = zovh_opt.Optimizer(np.ones(D), rng=0, options={"max_restarts": 5, "learning_rate": 1e-3})
+    iterates, estimates = [], []
+    for _ in range(6):
+        iterates.append(np.array(opt.x, copy=True))
+        points = opt.ask()
+        values = [float(p @ p) for p in points]
+        estimates.append(np.mean(values))
+        opt.tell(values)
+    assert isinstance(opt._step, ZoVH) and len(opt._step.queries) == 12
+    opt.ask()
+    opt.tell([1.0, math.nan, 2.0])
+    assert len(opt.restarts) == 1 and opt.restarts[0]["nit"] == 7
+    assert "1 of 3 function values were not finite" in opt.restarts[0]["reason"]
+    assert len(opt._step.queries) == 0  # the history is forgotten
+    assert np.array_equal(opt.x, iterates[int(np.argmin(estimates))])
+    assert opt.learning_rate == 0.25e-3

@@ -1,0 +1,87 @@
+"""Item 7 of the driver issue: the ``disp`` table, the progress bar and ``trace``."""
+
+from __future__ import annotations
+
+import sys
+
+import numpy as np
+import pytest
+
+import zovh_opt
+
+D = 40
+
+
+def sphere(x):
+    return float(x @ x)
+
+
+def test_disp_prints_a_table_then_a_summary(capsys):
+    zovh_opt.minimize(sphere, np.ones(D), rng=0, options={"maxiter": 40, "disp": True})
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].split() == ["nit", "nfev", "f", "estimate", "step", "norm", "lr", "time", "s"]
+    rows = [line.split() for line in lines[1:] if line.split()[0].isdigit()]
+    assert [int(r[0]) for r in rows] == [1, 2, 4, 6] + list(range(8, 41, 2))  # 40 // 20 = 2
+    assert [int(r[1]) for r in rows][:2] == [3, 6]
+    assert "Maximum number of iterations has been exceeded." in lines
+    assert any("Function evaluations: 121" in line for line in lines)
+
+
+def test_disp_every_n_iterations(capsys):
+    zovh_opt.minimize(sphere, np.ones(D), rng=0, options={"maxiter": 23, "disp": 10})
+    rows = [ln.split() for ln in capsys.readouterr().out.splitlines() if ln[:8].strip().isdigit()]
+    assert [int(r[0]) for r in rows] == [1, 10, 20, 23]
+
+
+def test_disp_reports_restarts(capsys):
+    zovh_opt.minimize(
+        lambda x: float(x @ x),
+        np.ones(1000),
+        rng=0,
+        options={"learning_rate": 1e-2, "maxiter": 60, "disp": 30},
+    )
+    out = capsys.readouterr().out
+    assert "restart at nit" in out and "learning rate now 0.0025" in out
+
+
+def test_disp_false_prints_nothing(capsys):
+    zovh_opt.minimize(sphere, np.ones(D), options={"maxiter": 5})
+    assert capsys.readouterr().out == ""
+
+
+def test_progress_bar(capsys):
+    pytest.importorskip("tqdm")
+    zovh_opt.minimize(sphere, np.ones(D), options={"maxiter": 25, "progress": True})
+    err = capsys.readouterr().err
+    assert "25/25" in err
+
+
+def test_progress_bar_without_tqdm_says_how_to_get_it(monkeypatch):
+    monkeypatch.setitem(sys.modules, "tqdm.auto", None)
+    with pytest.raises(ImportError, match=r"pip install 'zovh-opt\[progress\]'"):
+        zovh_opt.minimize(sphere, np.ones(D), options={"maxiter": 5, "progress": True})
+
+
+def test_trace_records_every_iteration():
+    opt = zovh_opt.Optimizer(np.ones(D), rng=0, options={"maxiter": 15, "learning_rate": 1e-3})
+    means = []
+    while not opt.done:
+        points = opt.ask()
+        values = [sphere(p) for p in points]
+        if points.shape[0] == 3:
+            means.append(sum(values) / 3)
+        opt.tell(values)
+    trace = opt.result().trace
+    assert trace["nit"] == list(range(1, 16))
+    assert trace["nfev"] == list(range(3, 46, 3))
+    np.testing.assert_allclose(trace["fun"], means, rtol=1e-15)
+
+
+def test_step_norm_is_the_length_of_the_step():
+    for method in ("zovh", "zo-sgd"):
+        opt = zovh_opt.Optimizer(np.ones(D), method, rng=0, options={"learning_rate": 1e-3})
+        for _ in range(6):
+            before = np.array(opt.x, copy=True)
+            points = opt.ask()
+            opt.tell([sphere(p) for p in points])
+            assert opt.step_norm == pytest.approx(np.linalg.norm(opt.x - before), rel=1e-9)

@@ -1,0 +1,141 @@
+"""Item 9 of the driver issue: divergence detection, restarts, rejected steps, "auto" rates."""
+
+from __future__ import annotations
+
+import math
+import warnings
+
+import numpy as np
+import pytest
+from scipy.optimize import OptimizeWarning
+
+import zovh_opt
+from zovh_opt.problems import quadratic, rosenbrock
+
+D = 1000
+
+
+@pytest.fixture(scope="module")
+def x0():
+    return np.random.default_rng(1).standard_normal(D)
+
+
+def test_diverging_rate_is_cut_and_the_run_recovers(x0):
+    """lr 1e-2 on the unit quadratic in d = 1000 overflows within ~15 iterations unguarded."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        guarded = zovh_opt.minimize(
+            quadratic, x0, rng=0, options={"learning_rate": 1e-2, "maxiter": 2000}
+        )
+        unguarded = zovh_opt.minimize(
+            quadratic,
+            x0,
+            rng=0,
+            options={"learning_rate": 1e-2, "maxiter": 2000, "max_restarts": 0},
+        )
+    assert unguarded.status == 3 and "diverging" in unguarded.message
+    assert guarded.restarts and all(
+        "diverging" in r["reason"] or "not finite" in r["reason"] for r in guarded.restarts
+    )
+    rates = [r["learning_rate"] for r in guarded.restarts]
+    assert rates == [1e-2 * 0.25 ** (i + 1) for i in range(len(rates))]
+    assert guarded.learning_rate == rates[-1] and guarded.status == 2
+    # after the cuts it does better than the stable rate 1e-4 chosen by hand
+    by_hand = zovh_opt.minimize(
+        quadratic, x0, rng=0, options={"learning_rate": 1e-4, "maxiter": 2000}
+    )
+    assert guarded.fun < by_hand.fun < quadratic(x0)
+    assert unguarded.fun <= quadratic(x0) and np.all(np.isfinite(unguarded.x))
+
+
+def test_restart_reports_where_it_happened(x0):
+    res = zovh_opt.minimize(quadratic, x0, rng=0, options={"learning_rate": 1e-2, "maxiter": 100})
+    first = res.restarts[0]
+    assert set(first) == {"nit", "nfev", "reason", "learning_rate"}
+    assert first["nfev"] == 3 * first["nit"]
+    trace_f = res.trace["fun"]
+    assert trace_f[first["nit"] - 1] > 100 * min(trace_f[: first["nit"] - 1])
+
+
+@pytest.mark.parametrize("problem, rate", [(quadratic, 1e-4), (rosenbrock, 1e-7)])
+def test_healthy_runs_are_left_alone(problem, rate, x0):
+    res = zovh_opt.minimize(problem, x0, rng=0, options={"learning_rate": rate, "maxiter": 3000})
+    assert res.restarts == [] and res.rejected_steps == 0
+
+
+def test_steps_at_a_woodbury_pole_are_rejected():
+    """In d = 5 with M = 12 directions the curvature estimate is often indefinite."""
+    opt = zovh_opt.Optimizer(np.ones(5), rng=0, options={"inverse": "exact", "learning_rate": 1e-3})
+    rejected = moved_anyway = 0
+    for _ in range(300):
+        before = opt.x
+        points = opt.ask()
+        opt.tell([float(p @ p) for p in points])
+        if opt._step.amplification > opt._step.max_amplification:
+            rejected += 1
+            moved_anyway += opt.x is not before
+    assert rejected > 0 and moved_anyway == 0
+    assert opt.result().rejected_steps == rejected and opt.result().restarts == []
+
+
+def test_diagonal_inverse_in_low_dimension_warns():
+    with pytest.warns(OptimizeWarning, match="d=20 and 12"):
+        zovh_opt.Optimizer(np.ones(20))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        zovh_opt.Optimizer(np.ones(24))
+        zovh_opt.Optimizer(np.ones(20), options={"inverse": "exact"})
+        zovh_opt.Optimizer(np.ones(20), options={"history": 2})
+
+
+@pytest.mark.parametrize(
+    "problem, method, grid",
+    [
+        (quadratic, "zovh", (1e-3, 1e-4, 1e-5)),
+        (rosenbrock, "zovh", (1e-6, 1e-7, 1e-8)),
+        (quadratic, "zo-sgd", (1e-2, 1e-3, 1e-4)),
+    ],
+)
+def test_auto_learning_rate_matches_a_hand_tuned_grid(problem, method, grid, x0):
+    """At 12000 evaluations, "auto" (trials included) against the best of three fixed rates
+    run without restarts, which is what a user tunes by hand."""
+    budget = {"maxfev": 12001, "maxiter": 10**6}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        auto = zovh_opt.minimize(
+            problem, x0, method=method, rng=0, options={**budget, "learning_rate": "auto"}
+        )
+        tuned = [
+            zovh_opt.minimize(
+                problem,
+                x0,
+                method=method,
+                rng=0,
+                options={**budget, "learning_rate": lr, "max_restarts": 0},
+            )
+            for lr in grid
+        ]
+    best = min(r.fun for r in tuned if r.status != 3)
+    f0 = problem(x0)
+    assert auto.fun < f0 - 0.5 * (f0 - best), (auto.fun, best, f0)  # half the best decrease
+
+
+def test_auto_learning_rate_costs_at_most_90_iterations(x0):
+    calls = []
+
+    def f(x):
+        calls.append(1)
+        return quadratic(x)
+
+    opt = zovh_opt.Optimizer(x0, rng=0, options={"learning_rate": "auto"})
+    while opt._auto is not None:
+        points = opt.ask()
+        opt.tell([f(p) for p in points])
+    assert len(calls) <= 90 * 3 and opt.nit <= 90
+    assert opt.learning_rate in [10.0**-k for k in range(1, 10)]
+
+
+def test_auto_learning_rate_fails_cleanly_when_every_rate_fails():
+    res = zovh_opt.minimize(lambda x: math.nan, np.ones(50), options={"learning_rate": "auto"})
+    assert res.status == 3 and "every trial rate failed" in res.message
+    assert res.nfev == 9 * 3 + 1 and np.all(np.isfinite(res.x))

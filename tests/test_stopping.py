@@ -1,0 +1,119 @@
+"""Item 6 of the driver issue: maxiter, maxfev, ftarget, ftol (tol), maxtime, callback."""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+import pytest
+
+import zovh_opt
+
+D = 40
+
+
+def sphere(x):
+    return float(x @ x)
+
+
+@pytest.mark.parametrize("method", ["zovh", "zo-sgd"])
+@pytest.mark.parametrize("maxfev", [5, 17, 100])
+def test_maxfev_is_a_hard_budget(method, maxfev):
+    calls = []
+
+    def f(x):
+        calls.append(1)
+        return sphere(x)
+
+    res = zovh_opt.minimize(
+        f, np.ones(D), method=method, options={"maxfev": maxfev, "maxiter": 10**6}
+    )
+    assert res.nfev == len(calls) <= maxfev
+    per = 3 if method == "zovh" else 4
+    assert res.nfev + per > maxfev  # nothing left unused that could fit an iteration
+    assert res.status == 1 and "function evaluations" in res.message
+
+
+def test_maxiter():
+    res = zovh_opt.minimize(sphere, np.ones(D), options={"maxiter": 7})
+    assert res.nit == 7 and res.status == 2 and "iterations" in res.message
+
+
+def test_ftarget_stops_at_the_first_point_that_reaches_it():
+    values = []
+
+    def f(x):
+        values.append(sphere(x))
+        return values[-1]
+
+    target = 0.5 * D
+    res = zovh_opt.minimize(
+        f, np.ones(D), rng=0, options={"ftarget": target, "learning_rate": 1e-3, "maxiter": 5000}
+    )
+    assert res.status == 4 and res.success and "ftarget" in res.message
+    assert res.fun <= target
+    before_last_iteration = values[: res.nfev - 1 - 3]  # without the last iteration and final
+    assert min(before_last_iteration) > target
+
+
+def test_ftol_stops_when_the_smoothed_decrease_is_below_it():
+    window = 20
+    res = zovh_opt.minimize(
+        sphere,
+        np.ones(D),
+        rng=0,
+        tol=1e-2,
+        options={"learning_rate": 1e-3, "ftol_window": window, "maxiter": 20000},
+    )
+    assert res.status == 0 and res.success and "ftol" in res.message
+    f = np.array(res.trace["fun"])
+
+    def decrease_small(t):  # the rule, evaluated on the trace after iteration t (1-based)
+        before, after = f[t - 2 * window : t - window].mean(), f[t - window : t].mean()
+        return before - after <= 1e-2 * max(abs(before), abs(after), 1.0)
+
+    assert decrease_small(res.nit)
+    assert not any(decrease_small(t) for t in range(2 * window, res.nit))
+    assert res.nit < 20000
+
+
+def test_options_ftol_wins_over_tol():
+    res = zovh_opt.minimize(
+        sphere,
+        np.ones(D),
+        rng=0,
+        tol=0.5,
+        options={"ftol": 1e-9, "learning_rate": 1e-3, "maxiter": 300},
+    )
+    assert res.status == 2
+
+
+def test_maxtime():
+    def slow(x):
+        time.sleep(0.01)
+        return sphere(x)
+
+    start = time.perf_counter()
+    res = zovh_opt.minimize(slow, np.ones(D), options={"maxtime": 0.3, "maxiter": 10**6})
+    took = time.perf_counter() - start
+    assert res.status == 5 and "time" in res.message and not res.success
+    assert took >= 0.3 and res.nit < 10**6
+
+
+@pytest.mark.parametrize("through_scipy", [False, True])
+def test_callback_stop_iteration(through_scipy):
+    import scipy.optimize
+
+    def cb(intermediate_result):
+        if intermediate_result.nit == 5:
+            raise StopIteration
+
+    if through_scipy:
+        res = scipy.optimize.minimize(
+            sphere, np.ones(D), method=zovh_opt.zovh, callback=cb, options={"maxiter": 30}
+        )
+    else:
+        res = zovh_opt.minimize(sphere, np.ones(D), callback=cb, options={"maxiter": 30})
+    assert res.nit == 5 and res.status == 99 and not res.success
+    assert res.message == "`callback` raised `StopIteration`."
+    assert res.nfev == 5 * 3 + 1

@@ -1,0 +1,187 @@
+"""Item 1 of the driver issue: every argument and option is checked, with a clear message."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from scipy.optimize import OptimizeWarning
+
+import zovh_opt
+
+
+def sphere(x):
+    return float(x @ x)
+
+
+D = 30
+BAD_ARGUMENTS = [
+    ({"x0": np.ones((2, 2))}, ValueError, "x0 must be a non-empty one-dimensional"),
+    ({"x0": np.ones(0)}, ValueError, "x0 must be a non-empty one-dimensional"),
+    ({"x0": 3.0}, ValueError, "x0 must be a non-empty one-dimensional"),
+    ({"x0": np.array([1.0, np.inf])}, ValueError, "x0 must be finite"),
+    ({"x0": np.array([1.0, np.nan])}, ValueError, "x0 must be finite"),
+    ({"x0": np.ones(3, dtype=complex)}, TypeError, "x0 must be real"),
+    ({"x0": np.ones(3, dtype=bool)}, TypeError, "x0 must be real"),
+    ({"x0": np.ones(3, dtype=np.float16)}, TypeError, "x0 must be float32 or float64"),
+    ({"fun": 3}, TypeError, "fun must be callable"),
+    ({"method": "bfgs"}, ValueError, "method must be one of"),
+    ({"method": None}, ValueError, "method must be one of"),
+    ({"options": [("maxiter", 3)]}, TypeError, "options must be a dict"),
+    ({"rng": np.random.RandomState(0)}, TypeError, "RandomState"),
+    ({"rng": -1}, ValueError, "rng: an integer seed must be non-negative"),
+    ({"rng": "seed"}, TypeError, "rng: expected None, an int"),
+    ({"workers": 0}, ValueError, "workers must be None, -1, an integer >= 1"),
+    ({"workers": -2}, ValueError, "workers must be None, -1, an integer >= 1"),
+    ({"workers": 1.5}, ValueError, "workers must be None, -1, an integer >= 1"),
+    ({"workers": map, "vectorized": True}, ValueError, "workers cannot be combined"),
+    ({"vectorized": "yes"}, TypeError, "vectorized must be True or False"),
+    ({"tol": -1.0}, ValueError, "ftol must be a finite number > 0"),
+    ({"callback": 3}, TypeError, "callback must be callable"),
+]
+
+
+@pytest.mark.parametrize("kwargs, exc, match", BAD_ARGUMENTS)
+def test_bad_arguments(kwargs, exc, match):
+    call = {"fun": sphere, "x0": np.ones(D), "options": {"maxiter": 2}, **kwargs}
+    with pytest.raises(exc, match=match):
+        zovh_opt.minimize(**call)
+
+
+POSITIVE_REALS = ["learning_rate", "smoothing", "regularization", "maxtime", "ftol"]
+INTEGERS = {  # name: smallest allowed value
+    "n_directions": 2,  # 3 for product="shared": test_minimum_directions_per_method
+    "history": 1,
+    "maxiter": 1,
+    "maxfev": 1,
+    "ftol_window": 1,
+    "final_evaluations": 1,
+    "max_restarts": 0,
+}
+
+
+@pytest.mark.parametrize("name", POSITIVE_REALS)
+@pytest.mark.parametrize(
+    "value, exc",
+    [
+        (0.0, ValueError),
+        (-1.0, ValueError),
+        (np.nan, ValueError),
+        (np.inf, ValueError),
+        ("1", TypeError),
+        (True, TypeError),
+    ],
+)
+def test_positive_real_options(name, value, exc):
+    with pytest.raises(exc, match=f"{name} must be a finite number > 0"):
+        zovh_opt.minimize(sphere, np.ones(D), options={"maxiter": 2, name: value})
+
+
+@pytest.mark.parametrize("name, minimum", sorted(INTEGERS.items()))
+def test_integer_options(name, minimum):
+    with pytest.raises(ValueError, match=f"{name} must be an integer >= {minimum}"):
+        zovh_opt.minimize(sphere, np.ones(D), options={"maxiter": 2, name: minimum - 1})
+    for value in (2.5, "3", True):
+        with pytest.raises(TypeError, match=f"{name} must be an integer >= {minimum}"):
+            zovh_opt.minimize(sphere, np.ones(D), options={"maxiter": 2, name: value})
+
+
+@pytest.mark.parametrize(
+    "options, exc, match",
+    [
+        ({"learning_rate": "fast"}, TypeError, "learning_rate must be a finite number > 0"),
+        ({"ftarget": np.nan}, ValueError, "ftarget must be a finite number"),
+        ({"ftarget": "low"}, TypeError, "ftarget must be a finite number"),
+        ({"product": "both"}, ValueError, "product must be one of 'shared', 'decoupled'"),
+        ({"inverse": "dense"}, ValueError, "inverse must be one of 'diagonal', 'exact'"),
+        ({"directions": "disk"}, ValueError, "directions must be one of 'vectors', 'seeds'"),
+        ({"noisy": "yes"}, TypeError, "noisy must be True or False"),
+        ({"progress": 2}, TypeError, "progress must be True or False"),
+        ({"disp": 0}, ValueError, "disp must be an integer >= 1"),
+    ],
+)
+def test_other_options(options, exc, match):
+    with pytest.raises(exc, match=match):
+        zovh_opt.minimize(sphere, np.ones(D), options={"maxiter": 2, **options})
+
+
+@pytest.mark.parametrize(
+    "method, options, minimum",
+    [
+        ("zovh", {}, 3),
+        ("zovh", {"product": "decoupled"}, 2),
+        ("zo-sgd", {}, 1),
+    ],
+)
+def test_minimum_directions_per_method(method, options, minimum):
+    with pytest.raises(ValueError, match=f"n_directions must be .*>= {minimum}"):
+        zovh_opt.minimize(
+            sphere,
+            np.ones(D),
+            method=method,
+            options={"maxiter": 2, "n_directions": minimum - 1, **options},
+        )
+    res = zovh_opt.minimize(
+        sphere,
+        np.ones(D),
+        method=method,
+        options={"maxiter": 2, "n_directions": minimum, **options},
+    )
+    assert res.nit == 2
+
+
+@pytest.mark.parametrize(
+    "method, options, smallest",
+    [
+        ("zovh", {}, 4),
+        ("zo-sgd", {}, 5),
+        ("zovh", {"noisy": True}, 13),
+        ("zovh", {"product": "decoupled", "final_evaluations": 2}, 8),
+    ],
+)
+def test_maxfev_too_small_for_one_iteration(method, options, smallest):
+    with pytest.raises(ValueError, match=f"maxfev must allow one iteration .*>= {smallest}"):
+        zovh_opt.minimize(
+            sphere, np.ones(D), method=method, options={"maxfev": smallest - 1, **options}
+        )
+    res = zovh_opt.minimize(
+        sphere, np.ones(D), method=method, options={"maxfev": smallest, **options}
+    )
+    assert res.nit == 1 and res.nfev == smallest
+
+
+@pytest.mark.parametrize(
+    "returns",
+    ["a", None, 1 + 2j, np.ones(2), np.array([1 + 1j]), True, [1.0]],
+    ids=["str", "None", "complex", "array", "complex-array", "bool", "list"],
+)
+def test_objective_must_return_a_real_scalar(returns):
+    with pytest.raises(TypeError, match="the value returned by fun must be a real scalar"):
+        zovh_opt.minimize(lambda x: returns, np.ones(D), options={"maxiter": 2})
+
+
+def test_objective_may_return_real_scalars_of_any_kind():
+    for value in (1, 1.5, np.float32(2.0), np.int64(3), np.array(4.0), np.array([5.0])):
+        res = zovh_opt.minimize(lambda x, v=value: v, np.ones(D), options={"maxiter": 2})
+        assert res.fun == float(np.reshape(value, ()))
+
+
+def test_vectorized_objective_must_return_one_value_per_point():
+    with pytest.raises(ValueError, match="must return 3 values"):
+        zovh_opt.minimize(lambda X: np.ones(2), np.ones(D), vectorized=True)
+    with pytest.raises(ValueError, match="must be one-dimensional"):
+        zovh_opt.minimize(lambda X: np.ones((3, 1)), np.ones(D), vectorized=True)
+
+
+def test_unknown_options_warn_like_scipy_and_are_ignored():
+    with pytest.warns(OptimizeWarning, match="Unknown solver options: bogus, colour"):
+        res = zovh_opt.minimize(
+            sphere, np.ones(D), rng=0, options={"bogus": 1, "colour": 2, "maxiter": 3}
+        )
+    assert res.nit == 3
+    with pytest.warns(OptimizeWarning, match="Unknown solver options: bogus"):
+        zovh_opt.Optimizer(np.ones(D), options={"bogus": 1})
+
+
+def test_method_specific_options_are_unknown_to_other_methods():
+    with pytest.warns(OptimizeWarning, match="Unknown solver options: history"):
+        zovh_opt.minimize(sphere, np.ones(D), method="zo-sgd", options={"history": 2, "maxiter": 2})

@@ -1,0 +1,123 @@
+"""What a run tells the caller while it goes: the callback, the ``disp`` table, a progress bar."""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable
+from typing import Any
+
+from scipy.optimize import OptimizeResult
+
+__all__ = ["Progress", "callback_caller"]
+
+
+def callback_caller(callback: Any) -> Callable[[Any], bool] | None:
+    """Wrap ``callback`` in its SciPy form; the wrapper returns True when it asks to stop.
+
+    ``callback(intermediate_result)`` (recognised by that parameter name) receives an
+    ``OptimizeResult`` with ``x`` (a copy of the iterate), ``fun`` (the iteration's f estimate),
+    ``nit`` and ``nfev``; any other callable receives a copy of the iterate.
+    """
+    if callback is None:
+        return None
+    if not callable(callback):
+        raise TypeError(f"callback must be callable, got {type(callback).__name__}")
+    try:
+        wants_result = set(inspect.signature(callback).parameters) == {"intermediate_result"}
+    except (TypeError, ValueError):
+        wants_result = False
+
+    def call(optimizer: Any) -> bool:
+        x = optimizer.xp.asarray(optimizer.x, copy=True)
+        try:
+            if wants_result:
+                callback(
+                    intermediate_result=OptimizeResult(
+                        x=x,
+                        fun=optimizer.f_estimate,
+                        nit=optimizer.nit,
+                        nfev=optimizer.nfev,
+                    )
+                )
+            else:
+                callback(x)
+        except StopIteration:
+            return True
+        return False
+
+    return call
+
+
+class Progress:
+    """The ``disp`` table and the ``progress`` bar of one run.
+
+    Parameters
+    ----------
+    every : int
+        Print a row every ``every`` iterations; 0: print nothing; -1: about 20 rows a run.
+    bar : bool
+        Show a tqdm progress bar over ``maxiter`` iterations (needs ``tqdm``).
+    optimizer : Optimizer
+        The run, for its options.
+    """
+
+    HEADER = f"{'nit':>8} {'nfev':>10} {'f estimate':>13} {'step norm':>10} {'lr':>9} {'time s':>8}"
+
+    def __init__(self, every: int, bar: bool, optimizer: Any) -> None:
+        maxiter = optimizer.options["maxiter"]
+        self.every = max(1, maxiter // 20) if every < 0 else every
+        self.restarts = len(optimizer.restarts)
+        self.printed_header = False
+        self.bar = None
+        if bar:
+            try:
+                from tqdm.auto import tqdm
+            except ImportError as exc:
+                raise ImportError(
+                    "options['progress']=True needs tqdm: pip install 'zovh-opt[progress]'"
+                ) from exc
+            self.bar = tqdm(total=maxiter, initial=optimizer.nit, unit="it", dynamic_ncols=True)
+
+    def iteration(self, optimizer: Any) -> None:
+        """Report the iteration that just ended."""
+        if self.bar is not None:
+            self.bar.update(1)
+            if optimizer.nit % 10 == 1:
+                self.bar.set_postfix(f=f"{optimizer.f_estimate:.4g}", refresh=False)
+        if not self.every:
+            return
+        if len(optimizer.restarts) > self.restarts:
+            self.restarts = len(optimizer.restarts)
+            last = optimizer.restarts[-1]
+            print(
+                f"restart at nit {last['nit']}: {last['reason']}; "
+                f"learning rate now {last['learning_rate']:.3g}"
+            )
+        if optimizer.nit == 1 or optimizer.nit % self.every == 0:
+            self.row(optimizer)
+
+    def row(self, optimizer: Any) -> None:
+        if not self.printed_header:
+            print(self.HEADER)
+            self.printed_header = True
+        print(
+            f"{optimizer.nit:>8} {optimizer.nfev:>10} {optimizer.f_estimate:>13.6g} "
+            f"{optimizer.step_norm:>10.3g} {optimizer.learning_rate:>9.3g} "
+            f"{optimizer.elapsed:>8.2f}"
+        )
+
+    def close(self, optimizer: Any) -> None:
+        """Close the bar; with ``disp``, print the last row and the summary."""
+        if self.bar is not None:
+            self.bar.close()
+        if not self.every:
+            return
+        if optimizer.nit % self.every != 0 and optimizer.nit > 1:
+            self.row(optimizer)
+        res = optimizer.result()
+        print(res.message)
+        print(f"         Current function value: {res.fun:.6g}")
+        print(f"         Iterations: {res.nit}")
+        print(f"         Function evaluations: {res.nfev}")
+        if res.restarts:
+            print(f"         Restarts: {len(res.restarts)}")
