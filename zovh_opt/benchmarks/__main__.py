@@ -5,9 +5,9 @@ from __future__ import annotations
 import argparse
 import sys
 
-from . import step
+from . import step, workers
 
-COMMANDS = {"step": step}
+COMMANDS = {"step": step, "workers": workers}
 
 
 def main(argv: list[str] | None = None) -> int:
