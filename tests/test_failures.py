@@ -164,3 +164,27 @@ def test_failed_iteration_restarts_from_the_best_iterate_without_its_queries():
     assert len(opt._step.queries) == 0  # the history is forgotten
     assert np.array_equal(opt.x, iterates[int(np.argmin(estimates))])
     assert opt.learning_rate == 0.25e-3
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [[1e308, 1e308, 1e308], [math.inf, -math.inf, 1.0], [1e308, -1e308, 1e308]],
+    ids=["overflowing-sum", "inf-minus-inf", "huge-both-signs"],
+)
+@pytest.mark.parametrize("noisy", [False, True])
+def test_extreme_values_in_one_iteration_do_not_crash(bad, noisy):
+    opt = zovh_opt.Optimizer(np.ones(D), rng=0, options={"noisy": noisy, "final_evaluations": 3})
+    for values in ([3.0, 2.0, 1.0], bad, [3.0, 2.0, 1.0]):
+        opt.ask()
+        opt.tell(values)
+    assert np.all(np.isfinite(opt.x))
+    while not opt.done:
+        opt.ask()
+        opt.tell(bad)
+    res = opt.result()
+    assert np.all(np.isfinite(res.x)) and math.isfinite(res.fun)
+    final_mean = sum(bad) / 3
+    if noisy and math.isfinite(final_mean):  # the mean of the final values, as documented
+        assert res.fun == final_mean
+    else:  # the best finite value seen
+        assert res.fun == min([1.0] + [v for v in bad if math.isfinite(v)])

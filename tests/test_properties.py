@@ -52,6 +52,8 @@ def objective(kind):
             return math.nan
         if kind == "huge":
             return 1e300 * (1.0 + s)
+        if kind == "max-float":
+            return 1.7e308 if x[0] > 1.0 else -1.7e308
         if kind == "constant":
             return 1.0
         return s

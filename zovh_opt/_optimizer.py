@@ -298,7 +298,7 @@ class Optimizer:
             self._phase = "done"
             return
         self.nit += 1
-        f_estimate = math.fsum(host) / len(host)
+        f_estimate = _mean(host)
         self._record(f_estimate)
         failure = self._failure(host, f_estimate)
         if failure is None:
@@ -464,7 +464,7 @@ class Optimizer:
         if failure is None and len(auto["estimates"]) < AUTO_ITERATIONS:
             return
         scored = auto.pop("estimates")[-AUTO_SCORED:]
-        score = math.inf if failure is not None else math.fsum(scored) / len(scored)
+        score = math.inf if failure is not None else _mean(scored)
         auto["scores"].append(score)
         if auto["best"] is None or score < auto["best"][0]:
             auto["best"] = (score, self._step)
@@ -509,8 +509,7 @@ class Optimizer:
         window = opts["ftol_window"]
         if len(self._recent) == 2 * window:
             recent = list(self._recent)
-            before = math.fsum(recent[:window]) / window
-            after = math.fsum(recent[window:]) / window
+            before, after = _mean(recent[:window]), _mean(recent[window:])
             if before - after <= opts["ftol"] * max(abs(before), abs(after), 1.0):
                 self.stop(
                     SUCCESS,
@@ -532,10 +531,10 @@ class Optimizer:
     def _answer(self) -> tuple[Any, float, dict[str, Any]]:
         """The returned point, its value and extra fields (see the class Notes)."""
         final = self._final_values
-        if self.options["noisy"] and final and all(math.isfinite(v) for v in final):
+        mean = _mean(final) if final else math.nan
+        if self.options["noisy"] and math.isfinite(mean):
             n = len(final)
-            mean = math.fsum(final) / n
-            spread = math.fsum((v - mean) ** 2 for v in final) / max(n - 1, 1)
+            spread = sum((v - mean) * (v - mean) for v in final) / max(n - 1, 1)
             error = math.sqrt(spread / n) if n > 1 else math.nan
             return self.xp.asarray(self.x, copy=True), mean, {"fun_std_error": error}
         extra = {"fun_std_error": math.nan} if self.options["noisy"] else {}
@@ -553,6 +552,11 @@ class Optimizer:
         self.__dict__.update(state)
         self.xp = namespace_of(self.x0)
         self._since = time.perf_counter()
+
+
+def _mean(values: list[float]) -> float:
+    """Plain mean: overflows to inf and gives nan for inf - inf, where ``math.fsum`` raises."""
+    return sum(values) / len(values)
 
 
 def validated_x0(x0: Any) -> Any:
