@@ -77,6 +77,7 @@ DRIVER_OPTIONS: dict[str, Option] = {
 
 
 def checked_method(method: Any) -> str:
+    """``method`` if it names a method, else ``ValueError`` listing the names."""
     if not isinstance(method, str) or method not in METHODS:
         raise ValueError(f"method must be one of {sorted(METHODS)}, got {method!r}")
     return method
@@ -225,8 +226,8 @@ class Optimizer:
         self._pending: tuple[str, Any] | None = None
         self._best: tuple[float, Any] | None = None  # lowest finite evaluated value, its point
         self._anchor: tuple[float, Any] | None = None  # lowest f estimate, its iterate
-        self._scale: float | None = None  # the divergence test's scale, first and lowest
-        self._first = self._lowest = math.nan  # f estimates
+        self._scale: float | None = None  # the divergence test's scale
+        self._first = math.nan  # f estimate of the first finite iteration
         self._final_values: list[float] | None = None
         self._recent: deque[float] = deque(maxlen=2 * self.options["ftol_window"])
         self._trace = {"nit": array("q"), "nfev": array("q"), "fun": array("d")}
@@ -433,14 +434,14 @@ class Optimizer:
         if self._scale is None:
             spread = max(values) - min(values)
             self._scale = max(abs(f_estimate), spread, math.ulp(1.0))
-            self._lowest = self._first = f_estimate
+            self._first = f_estimate
             return None
-        self._lowest = min(self._lowest, f_estimate)
-        scale = max(self._scale, abs(self._lowest), self._first - self._lowest)
-        if f_estimate - self._lowest > GROWTH * scale:
+        lowest = min(self._anchor[0], f_estimate)  # the anchor holds the lowest estimate
+        scale = max(self._scale, abs(lowest), self._first - lowest)
+        if f_estimate - lowest > GROWTH * scale:
             return (
                 f"f estimate {f_estimate:.6g} rose far above its lowest value "
-                f"{self._lowest:.6g} (diverging iterates)"
+                f"{lowest:.6g} (diverging iterates)"
             )
         return None
 

@@ -9,6 +9,7 @@ from array_api_compat import device as _device
 from scipy.optimize import OptimizeWarning
 
 from .. import estimators
+from .._backend import to_host_floats
 from .._history import STORAGES, QueryHistory
 from .._options import Option, integer_at_least, one_of, positive_real
 from ._base import AskTellMethod
@@ -62,7 +63,7 @@ class ZoVH(AskTellMethod):
             )
         self._exact = self.inverse == "exact"
         self.queries = QueryHistory(x0, self.history, self.directions, self.seeds.native)
-        self._last = None  # (coefficients, Gram matrix) of the latest step
+        self._step_sq = None  # |p|^2 of the latest step taken
         self.rejected_steps = 0
         M = self.history * self.n_directions
         d = x0.shape[0]
@@ -78,15 +79,14 @@ class ZoVH(AskTellMethod):
     def restart(self, x: Any, learning_rate: float) -> None:
         super().restart(x, learning_rate)
         self.queries = QueryHistory(x, self.history, self.directions, self.seeds.native)
-        self._last = None
+        self._step_sq = None
 
     @property
     def step_norm(self) -> float:
         """``learning_rate * sqrt(c^T G c)``: read from the Gram matrix, no pass over ``d``."""
-        if self._last is None:
+        if self._step_sq is None:
             return float("nan")
-        c, gram = self._last
-        return self.learning_rate * float(c @ gram @ c) ** 0.5
+        return self.learning_rate * self._step_sq**0.5
 
     @property
     def points_per_iteration(self) -> int:
@@ -100,15 +100,17 @@ class ZoVH(AskTellMethod):
         self.queries.push(rows, values)
         c, plain = self._step_coefficients()
         gram = self.queries.gram
-        self._last = (c, gram)
         # |p| / |g / lam| from the Gram matrix: (H + lam I)^-1 never lengthens g / lam when the
         # curvature estimate is positive, so a large ratio means a Woodbury denominator near 0
-        step_sq, plain_sq = float(c @ gram @ c), float(plain @ gram @ plain)
+        step_sq, plain_sq = to_host_floats(
+            self.xp.stack([c @ gram @ c, plain @ gram @ plain]), "squared step lengths"
+        )  # one device-to-host copy per iteration
         self.amplification = (step_sq / plain_sq) ** 0.5 if plain_sq > 0 else 1.0
         if self.amplification > self.max_amplification:
             self.rejected_steps += 1
-            self._last = None
+            self._step_sq = None
             return
+        self._step_sq = step_sq
         self.x = self.x - self.learning_rate * self.queries.rows().combine(c)
 
     def _step_coefficients(self) -> tuple[Any, Any]:
