@@ -57,6 +57,9 @@ def test_ask_tell_loop_is_minimize(method, options):
         ("zovh", {"learning_rate": "auto"}),
         ("zovh", {"learning_rate": 3e-5}),  # diverges: restarts on the way
         ("zo-sgd", {"learning_rate": 1e-5}),
+        ("zoar", {"directions": "seeds"}),
+        ("hizoo", {"hessian_smoothing": 0.1}),
+        ("mezo", {}),
     ],
 )
 @pytest.mark.parametrize("between", ["tell-and-ask", "ask-and-tell"])

@@ -105,11 +105,28 @@ def test_other_options(options, exc, match):
 
 
 @pytest.mark.parametrize(
+    "method, options, exc, match",
+    [
+        ("hizoo", {"hessian_smoothing": 0.0}, ValueError, r"hessian_smoothing must be .*\(0, 1\]"),
+        ("hizoo", {"hessian_smoothing": 1.5}, ValueError, r"hessian_smoothing must be .*\(0, 1\]"),
+        ("hizoo", {"hessian_smoothing": "x"}, TypeError, "hessian_smoothing must be"),
+        ("zoar", {"n_directions": 1, "history": 1}, ValueError, "n_directions \\* history >= 2"),
+    ],
+)
+def test_peer_method_options(method, options, exc, match):
+    with pytest.raises(exc, match=match):
+        zovh_opt.minimize(sphere, np.ones(D), method=method, options={"maxiter": 2, **options})
+
+
+@pytest.mark.parametrize(
     "method, options, minimum",
     [
         ("zovh", {}, 3),
         ("zovh", {"product": "decoupled"}, 2),
         ("zo-sgd", {}, 1),
+        ("zoar", {}, 1),
+        ("hizoo", {}, 1),
+        ("mezo", {}, 1),
     ],
 )
 def test_minimum_directions_per_method(method, options, minimum):
@@ -134,6 +151,8 @@ def test_minimum_directions_per_method(method, options, minimum):
     [
         ("zovh", {}, 4),
         ("zo-sgd", {}, 5),
+        ("hizoo", {}, 4),
+        ("mezo", {"n_directions": 2}, 5),
         ("zovh", {"noisy": True}, 13),
         ("zovh", {"product": "decoupled", "final_evaluations": 2}, 8),
     ],

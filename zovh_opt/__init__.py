@@ -17,7 +17,7 @@ METHODS
 """
 
 from . import estimators, problems
-from ._methods import METHODS, ZOSGD, ZoVH
+from ._methods import METHODS, ZOAR, ZOSGD, HiZOO, MeZO, ZoVH
 from ._minimize import minimize, zovh
 from ._optimizer import Optimizer
 
@@ -25,7 +25,10 @@ __version__ = "0.1.0.dev0"
 
 __all__ = [
     "METHODS",
+    "ZOAR",
     "ZOSGD",
+    "HiZOO",
+    "MeZO",
     "Optimizer",
     "ZoVH",
     "estimators",

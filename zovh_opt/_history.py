@@ -82,6 +82,16 @@ class DirectionRows:
                 total += c[m] * u
         return total
 
+    def combine_squares(self, c: Any) -> Any:
+        """Return ``sum_m c[m] * u_m**2`` (elementwise squares)."""
+        total = None
+        for m, u in enumerate(self):
+            if total is None:
+                total = c[m] * (u * u)
+            else:
+                total += c[m] * (u * u)
+        return total
+
     def stacked(self) -> Any:
         """The directions as one ``(M, d)`` array (``M d`` memory)."""
         return namespace_of(self._like).stack(list(self))
@@ -123,9 +133,14 @@ class QueryHistory:
         Keep the directions, or only their seeds.
     native : {None, "torch", "cupy"}
         Passed to `gaussian_direction`.
+    track_gram : bool, optional
+        Keep the Gram matrix ``gram`` up to date (ZoVH needs it; a gradient method does not,
+        and skips the ``O(M K d)`` inner products).
     """
 
-    def __init__(self, like: Any, slots: int, storage: str, native: str | None) -> None:
+    def __init__(
+        self, like: Any, slots: int, storage: str, native: str | None, *, track_gram: bool = True
+    ) -> None:
         if storage not in STORAGES:
             raise ValueError(f"directions must be one of {STORAGES}, got {storage!r}")
         self._like = like
@@ -133,6 +148,7 @@ class QueryHistory:
         self.storage = storage
         self.slots = slots
         self._entries: deque[tuple[DirectionRows, Any]] = deque()
+        self._track_gram = track_gram
         self.gram = None
 
     def new_rows(self, seeds: Sequence[int]) -> DirectionRows:
@@ -147,8 +163,10 @@ class QueryHistory:
         if len(self._entries) == self.slots:
             dropped = len(self._entries[0][0])
             self._entries.popleft()
-            self.gram = self.gram[dropped:, dropped:]
-        self.gram = extend_gram(self.gram, self.rows(), rows)
+            if self._track_gram:
+                self.gram = self.gram[dropped:, dropped:]
+        if self._track_gram:
+            self.gram = extend_gram(self.gram, self.rows(), rows)
         self._entries.append((rows, values))
 
     def rows(self) -> DirectionRows:

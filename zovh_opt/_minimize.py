@@ -42,8 +42,14 @@ def minimize(
         integer input becomes float64.
     args : tuple, optional
         Extra arguments passed to ``fun``.
-    method : {"zovh", "zo-sgd"}, default "zovh"
-        The optimizer; see the Options section.
+    method : {"zovh", "zo-sgd", "zoar", "hizoo", "mezo"}, default "zovh"
+        The optimizer; see the Options section. ``"zovh"`` is the paper's Algorithm 1
+        (`ZoVH`, ``K`` evaluations per iteration); the others are the methods the paper compares
+        with, under the same driver: ``"zo-sgd"``, vanilla ZO-SGD with the anchor baseline
+        (`ZOSGD`, ``K + 1``); ``"zoar"``, averaged baseline and query reuse with plain gradient
+        steps (`ZOAR`, ``K``); ``"hizoo"``, steps preconditioned by a diagonal Hessian estimate
+        (`HiZOO`, ``2K + 1``); ``"mezo"``, two-point central differences (`MeZO`, ``2K``). Each
+        class's docstring gives its formula and reference.
     callback : callable, optional
         Called after every iteration, in either SciPy form: ``callback(intermediate_result)``
         (detected by that parameter name) with an ``OptimizeResult`` holding ``x``, ``fun``
@@ -102,11 +108,14 @@ def minimize(
         sampled directions the step is the gradient divided by :math:`\\lambda`, so
         ``learning_rate / regularization`` is the effective gradient step; larger values also
         guard the Woodbury denominators.
-    n_directions : int, default 3
-        Directions per iteration, ``K`` (>= 3 for ``product="shared"``).
-    history : int, default 4 (``"zovh"``)
+    n_directions : int, default 3 (1 for ``"hizoo"`` and ``"mezo"``)
+        Directions per iteration, ``K`` (>= 3 for ``"zovh"`` with ``product="shared"``).
+    history : int, default 4 (``"zovh"``, ``"zoar"``)
         Iterations of queries reused, ``N`` (query reuse, eq. ``hess-est-zoar``); 1 disables
         reuse.
+    hessian_smoothing : float in (0, 1], default 1e-8 (``"hizoo"``)
+        HiZOO's :math:`\alpha`, the weight of each new diagonal Hessian estimate in its
+        running average.
     product : {"shared", "decoupled"}, default "shared" (``"zovh"``)
         ``"shared"``: Hessian and gradient from the same ``K`` queries, bias-corrected (eq.
         ``inv-hess-grad-prod-shared``); ``"decoupled"``: from two independent sets, ``2K``
@@ -114,7 +123,7 @@ def minimize(
     inverse : {"diagonal", "exact"}, default "diagonal" (``"zovh"``)
         Diagonal-Gram approximation (eq. ``inv-hess-approx``) or exact Woodbury inverse (eq.
         ``inv-hess-exact``) through an ``M x M`` solve.
-    directions : {"vectors", "seeds"}, default "vectors" (``"zovh"``)
+    directions : {"vectors", "seeds"}, default "vectors" (``"zovh"``, ``"zoar"``)
         Keep the ``N K`` history directions in memory, or only their seeds and regenerate them
         (memory ``O(N K)`` numbers beyond a few vectors, at the price of regenerating them
         twice per iteration). Both give bit-identical runs.

@@ -34,6 +34,14 @@ def positive_real(name: str, value: Any) -> float:
     return value
 
 
+def fraction(name: str, value: Any) -> float:
+    """A real number in ``(0, 1]``."""
+    value = _real(name, value, "a number in (0, 1]")
+    if not 0 < value <= 1:
+        raise ValueError(f"{name} must be a number in (0, 1], got {value!r}")
+    return value
+
+
 def finite_real(name: str, value: Any) -> float:
     """Any finite real number."""
     return _real(name, value, "a finite number")

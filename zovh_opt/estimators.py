@@ -79,7 +79,7 @@ def _scaled_outer_sum(U: Any, w: Any) -> Any:
 def centred_values(y: Any, mu: float) -> Any:
     r"""Return :math:`\nu_m = (y_m - \bar y) / \mu^2` with the averaged baseline :math:`\bar y`."""
     xp = namespace_of(y)
-    return (y - xp.mean(y)) / mu**2
+    return (y - xp.mean(y)) / mu / mu  # not mu**2: a Python float power can overflow
 
 
 def gradient(U: Any, y: Any, mu: float) -> Any:
@@ -279,9 +279,9 @@ def inverse_correction(gram: Any, nu: Any, lam: float, *, exact: bool) -> Any:
     M = gram.shape[0]
     sq_norms = xp.linalg.diagonal(gram)
     if not exact:
-        return _diag_matrix(xp, nu / (lam**2 * (M - 1) + lam * nu * sq_norms))
+        return _diag_matrix(xp, nu / (lam * lam * (M - 1) + lam * nu * sq_norms))
     D = nu / (M - 1)
-    system = lam**2 * _eye(xp, M, gram) + lam * D[:, None] * gram
+    system = lam * lam * _eye(xp, M, gram) + lam * D[:, None] * gram
     return xp.linalg.solve(system, _diag_matrix(xp, D))
 
 

@@ -124,3 +124,37 @@ class AskTellMethod:
 
     def _tell(self, asked: Any, values: Any) -> None:
         raise NotImplementedError
+
+
+class GradientStepMethod(AskTellMethod):
+    """A method whose step is ``x <- x - learning_rate * p`` with ``p`` estimated each iteration.
+
+    Subclasses compute ``p`` in ``_tell`` and hand it to ``_move``. ``estimates`` returns ``p``
+    as ``jac`` when it is a gradient estimate (``direction_is_gradient``).
+    """
+
+    direction_is_gradient = True
+
+    def __init__(self, x0: Any, *, rng: Any = None, **options: Any) -> None:
+        super().__init__(x0, rng=rng, **options)
+        self._direction = None
+
+    def _move(self, direction: Any) -> None:
+        self._direction = direction
+        self.x = self.x - self.learning_rate * direction
+
+    def restart(self, x: Any, learning_rate: float) -> None:
+        super().restart(x, learning_rate)
+        self._direction = None
+
+    @property
+    def step_norm(self) -> float:
+        if self._direction is None:
+            return float("nan")
+        return self.learning_rate * float(self.xp.linalg.vector_norm(self._direction))
+
+    def estimates(self) -> dict[str, Any]:
+        """``jac``: the latest gradient estimate, for methods whose step is one."""
+        if self._direction is None or not self.direction_is_gradient:
+            return {}
+        return {"jac": self._direction}

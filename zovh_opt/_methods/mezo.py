@@ -1,0 +1,50 @@
+"""MeZO: zeroth-order SGD with two-point central differences (Malladi et al., 2023)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .._backend import gaussian_direction
+from .._history import DirectionRows
+from .._options import Option, integer_at_least
+from ._base import GradientStepMethod
+
+
+class MeZO(GradientStepMethod):
+    r"""Gradient step with the two-point central-difference estimate, ``2K`` evaluations.
+
+    .. math:: \hat\nabla F = \frac1K \sum_{k=1}^K
+              \frac{f(x + \mu u_k) - f(x - \mu u_k)}{2\mu} u_k,
+              \qquad x \leftarrow x - \eta \hat\nabla F .
+
+    The default ``K = 1`` is MeZO's SPSA step (Malladi, Gao, Nichani, Damian, Lee, Chen and
+    Arora, *Fine-Tuning Language Models with Just Forward Passes*, NeurIPS 2023); the paper
+    compares with it in Appx. ``llm-fine-tune-setup``. ``ask`` returns the ``K`` points
+    ``x + mu u_k`` followed by the ``K`` points ``x - mu u_k``.
+    """
+
+    name = "mezo"
+    options = {
+        **GradientStepMethod.options,
+        "n_directions": Option(1, integer_at_least(1)),
+    }
+
+    @property
+    def points_per_iteration(self) -> int:
+        return 2 * self.n_directions
+
+    def _ask(self) -> tuple[Any, Any]:
+        seeds = self.seeds.seeds(self.n_directions)
+        rows = [gaussian_direction(s, self.x, self.seeds.native) for s in seeds]
+        points = self.xp.concat(
+            [
+                self._points(self.x, rows, self.smoothing),
+                self._points(self.x, rows, -self.smoothing),
+            ]
+        )
+        return points, DirectionRows(seeds, rows, self.x, self.seeds.native)
+
+    def _tell(self, rows: Any, values: Any) -> None:
+        K = self.n_directions
+        coef = (values[:K] - values[K:]) / (2 * self.smoothing * K)
+        self._move(rows.combine(coef))

@@ -1,0 +1,68 @@
+"""ZoAR: averaged baseline and query reuse for the gradient, plain gradient steps."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .. import estimators
+from .._history import STORAGES, QueryHistory
+from .._options import Option, integer_at_least, one_of
+from ._base import GradientStepMethod
+
+
+class ZOAR(GradientStepMethod):
+    r"""Gradient step with the averaged-baseline estimate over the last ``N`` iterations' queries.
+
+    .. math:: \hat\nabla F = \frac{1}{NK-1} \sum_{i,k=1}^{N,K}
+              \frac{y_{t-i,k} - \hat b_t}{\mu} u_{t-i,k}, \qquad
+              \hat b_t = \frac{1}{NK} \sum_{i,k} y_{t-i,k}, \qquad
+              x \leftarrow x - \eta \hat\nabla F ,
+
+    eq. ``grad-est-zoar`` of the paper; ``K`` evaluations per iteration. This is ZoVH's
+    gradient without the curvature correction; with ``K = 1`` the first iteration only fills the
+    history (Qiu, Xie, Yan, Yang and Shu, *Zeroth-Order
+    Optimization is Secretly Single-Step Policy Optimization*, arXiv:2506.14460, 2025).
+    """
+
+    name = "zoar"
+    options = {
+        **GradientStepMethod.options,
+        "n_directions": Option(3, integer_at_least(1)),
+        "history": Option(4, integer_at_least(1)),
+        "directions": Option("vectors", one_of(*STORAGES)),
+    }
+
+    def __init__(self, x0: Any, *, rng: Any = None, **options: Any) -> None:
+        super().__init__(x0, rng=rng, **options)
+        if self.n_directions * self.history < 2:
+            raise ValueError(
+                "zoar needs n_directions * history >= 2 queries for the averaged baseline, got "
+                f"{self.n_directions} * {self.history}"
+            )
+        self._new_history(x0)
+
+    def _new_history(self, x: Any) -> None:
+        self.queries = QueryHistory(
+            x, self.history, self.directions, self.seeds.native, track_gram=False
+        )
+
+    def restart(self, x: Any, learning_rate: float) -> None:
+        super().restart(x, learning_rate)
+        self._new_history(x)
+
+    @property
+    def points_per_iteration(self) -> int:
+        return self.n_directions
+
+    def _ask(self) -> tuple[Any, Any]:
+        rows = self.queries.new_rows(self.seeds.seeds(self.n_directions))
+        return self._points(self.x, rows, self.smoothing), rows
+
+    def _tell(self, rows: Any, values: Any) -> None:
+        self.queries.push(rows, values)
+        y, mu = self.queries.values, self.smoothing
+        if y.shape[0] < 2:  # K = 1: the first iteration has no baseline to compare with
+            return
+        self._move(
+            self.queries.rows().combine(mu * estimators.centred_values(y, mu) / (y.shape[0] - 1))
+        )
