@@ -5,9 +5,16 @@ from __future__ import annotations
 import argparse
 import sys
 
-from . import step, workers
+from . import attack, hessian_error, peers, step, synthetic, workers
 
-COMMANDS = {"step": step, "workers": workers}
+COMMANDS = {
+    "step": step,
+    "workers": workers,
+    "hessian-error": hessian_error,
+    "synthetic": synthetic,
+    "attack": attack,
+    "peers": peers,
+}
 
 
 def main(argv: list[str] | None = None) -> int:
