@@ -1,0 +1,135 @@
+"""The paper-experiment commands: their exact parts against references, and their ``--quick``
+runs against the facts that are statistically robust at that size (never exact numbers)."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from zovh_opt import estimators, problems
+from zovh_opt.benchmarks.__main__ import main
+
+pytest.importorskip("matplotlib")
+
+
+def quick(command, tmp_path):
+    assert main([command, "--quick", "--out", str(tmp_path), "--jobs", "2"]) == 0
+    md = (tmp_path / f"{command}.md").read_text()
+    assert (tmp_path / f"{command}.png").stat().st_size > 10_000
+    record = json.loads((tmp_path / "record.json").read_text())
+    assert f"python -m zovh_opt.benchmarks {command} --quick" in record["command"]
+    assert record["command"] in md and "numpy" in record["machine"]["packages"]
+    return record
+
+
+@pytest.mark.parametrize("kind", ["stein-2", "stein-3", "central-difference", "zovh"])
+def test_frobenius_error_matches_the_dense_computation(kind):
+    from zovh_opt.benchmarks.hessian_error import frobenius_error
+
+    rng = np.random.default_rng(0)
+    d, K, mu = 9, 4, 0.3
+    f = problems.rosenbrock
+    x, U = rng.standard_normal(d), rng.standard_normal((K, d))
+    y, y_minus, f0 = f(x + mu * U), f(x - mu * U), f(x)
+    dense = {
+        "stein-2": lambda: estimators.stein_two_point(U, y, f0, mu),
+        "stein-3": lambda: estimators.stein_three_point(U, y, y_minus, f0, mu),
+        "central-difference": lambda: estimators.central_difference(U, y, y_minus, f0, mu),
+        "zovh": lambda: estimators.hessian(U, y, mu),
+    }[kind]()
+    H = f.hessian(x)
+    c, a = estimators.hessian_terms(kind, y, mu, f0=f0, y_minus=y_minus)
+    uHu = np.array([u @ H @ u for u in U])
+    error = frobenius_error(U, c, a, uHu, float(np.trace(H)), float(np.linalg.norm(H)))
+    assert error == pytest.approx(np.linalg.norm(dense - H), rel=1e-9)
+
+
+def test_hessian_error_quick(tmp_path):
+    errors = quick("hessian-error", tmp_path)["data"]
+    for case, by_estimator in errors.items():
+        mean = {k: np.mean(v) for k, v in by_estimator.items()}
+        assert mean["zovh N=1"] < mean["central-difference"], case
+        assert mean["zovh N=1"] < mean["stein-2"], case
+        if case.endswith("/slow"):  # query reuse pays while the iterate moves little
+            assert mean["zovh N=6"] < mean["zovh N=1"], case
+
+
+def test_synthetic_quick(tmp_path):
+    data = quick("synthetic", tmp_path)["data"]["data"]
+    for name in ("quadratic", "levy", "rosenbrock", "ackley"):
+        zovh, sgd = data[f"{name}/zovh N=4"]["mean"][-1], data[f"{name}/zo-sgd"]["mean"][-1]
+        assert zovh < sgd, name
+        # the finding docs/paper-experiments.md reports: at this size ZoVH's lead is the scale
+        # 1/lambda of its step; ZoAR at ten times the rate ends within 15% of it
+        zoar10 = data[f"{name}/zoar N=4, grid x10"]["mean"][-1]
+        assert abs(zovh - zoar10) < 0.15 * zovh, name
+
+
+def test_attack_objective_is_the_targeted_margin():
+    pytest.importorskip("torch")
+    pytest.importorskip("sklearn")
+    from zovh_opt.benchmarks import attack
+
+    weights, accuracy, X, y = attack.train(epochs=2)
+    assert accuracy > 0.8
+    rng = np.random.default_rng(0)
+    deltas = rng.uniform(-1.0, 1.0, (20, X.shape[1]))
+    for i in range(5):
+        for target in range(10):
+            loss = attack.MarginLoss(weights, X[i], target)
+            values = loss(deltas)
+            # independent check: misclassified as the target exactly when the loss is < 0
+            import torch
+
+            model = attack.network()
+            model.load_state_dict(weights)
+            seen = np.clip(X[i] + np.clip(deltas, -0.2, 0.2), 0, 1).astype(np.float32)
+            with torch.no_grad():
+                top = model(torch.tensor(seen).reshape(-1, 1, 28, 28)).argmax(1).numpy()
+            np.testing.assert_array_equal(values < 0, top == target)
+
+
+def test_attack_quick(tmp_path):
+    pytest.importorskip("torch")
+    pytest.importorskip("sklearn")
+    data = quick("attack", tmp_path)["data"]
+    assert data["accuracy"] > 0.85
+    iterations = np.array([v for by_lr in data["iterations"].values() for v in by_lr.values()])
+    assert np.all(iterations > 1), "the clean image must not already be an adversarial example"
+    assert np.any(iterations <= 1500), "some attack must succeed"
+
+
+def test_peers_budget_is_hard():
+    from zovh_opt.benchmarks.peers import Budgeted, BudgetExhausted
+
+    f = Budgeted(problems.quadratic, budget=3, sigma=0.0, seed=0)
+    for x in ([1.0, 1.0], [0.5, 0.0], [2.0, 2.0]):
+        f(np.array(x))
+    with pytest.raises(BudgetExhausted):
+        f(np.zeros(2))
+    assert f.nfev == 3 and f.best_value == 0.125
+    np.testing.assert_array_equal(f.best_x, [0.5, 0.0])
+
+
+def test_peers_quick(tmp_path):
+    pytest.importorskip("cma")
+    data = quick("peers", tmp_path)["data"]
+
+    def f(case, contender):
+        return np.mean([run["f"] for run in data[case][contender]])
+
+    # noiseless, budget above d: finite-difference L-BFGS-B makes real progress on a quadratic
+    assert (
+        f("noiseless/rotated quadratic", "L-BFGS-B (FD)")
+        < data["noiseless/rotated quadratic"]["f0"] / 10
+    )
+    # noise ruins finite differences; ZoVH's averaged estimates are built for it
+    for problem in ("rotated quadratic", "levy"):
+        assert f(f"noisy/{problem}", "zovh") < f(f"noisy/{problem}", "L-BFGS-B (FD)")
+    # budget below d: L-BFGS-B cannot finish one gradient; ZoVH still descends
+    for problem in ("rotated quadratic", "rosenbrock", "levy"):
+        case = f"small budget/{problem}"
+        assert f(case, "L-BFGS-B (FD)") >= 0.99 * data[case]["f0"]
+        assert f(case, "zovh") < 0.9 * data[case]["f0"]
