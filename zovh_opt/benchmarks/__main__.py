@@ -6,6 +6,7 @@ import argparse
 import sys
 
 from . import attack, hessian_error, peers, step, synthetic, workers
+from ._common import add_common_arguments
 
 COMMANDS = {
     "step": step,
@@ -21,7 +22,11 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m zovh_opt.benchmarks", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
     for name, module in COMMANDS.items():
-        module.add_arguments(sub.add_parser(name, help=module.__doc__.splitlines()[0]))
+        parser_of = sub.add_parser(name, help=module.__doc__.splitlines()[0])
+        if hasattr(module, "add_arguments"):
+            module.add_arguments(parser_of)
+        else:  # the paper's experiments share --quick, --out and --jobs
+            add_common_arguments(parser_of, name)
     args = parser.parse_args(argv)
     return COMMANDS[args.command].run(args)
 

@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 
 from .._methods import METHODS
-from ._common import Report, add_common_arguments, pyplot, run_jobs
+from ._common import Report, pyplot, run_jobs
 
 NAME = "attack"
 SIDE = 28
@@ -154,10 +154,6 @@ def settings(quick: bool) -> dict[str, Any]:
         "epsilon": EPSILON,
         "contenders": CONTENDERS,
     }
-
-
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    add_common_arguments(parser, NAME)
 
 
 def run(args: argparse.Namespace) -> int:

@@ -28,7 +28,7 @@ import numpy as np
 
 from .. import problems
 from ..estimators import hessian_terms
-from ._common import Report, add_common_arguments, fmt, pyplot, run_jobs
+from ._common import Report, fmt, pyplot, run_jobs
 
 NAME = "hessian-error"
 
@@ -103,10 +103,6 @@ def settings(quick: bool) -> dict[str, Any]:
         "problems": {k: {"function": v[0].name, "gd_step": v[1]} for k, v in PROBLEMS.items()},
         "speeds": SPEEDS,
     }
-
-
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    add_common_arguments(parser, NAME)
 
 
 def run(args: argparse.Namespace) -> int:

@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 
 from .. import problems
-from ._common import Report, add_common_arguments, fmt, pyplot, run_jobs
+from ._common import Report, fmt, pyplot, run_jobs
 
 NAME = "peers"
 
@@ -122,10 +122,6 @@ def settings(quick: bool) -> dict[str, Any]:
         },
         "seeds": 1 if quick else 2,
     }
-
-
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    add_common_arguments(parser, NAME)
 
 
 def run(args: argparse.Namespace) -> int:

@@ -27,7 +27,7 @@ import numpy as np
 
 from .. import problems
 from .._methods import METHODS
-from ._common import Report, add_common_arguments, fmt, pyplot, run_jobs
+from ._common import Report, fmt, pyplot, run_jobs
 
 NAME = "synthetic"
 
@@ -97,10 +97,6 @@ def settings(quick: bool) -> dict[str, Any]:
         "contenders": CONTENDERS,
         "grid_scale": GRID_SCALE,
     }
-
-
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    add_common_arguments(parser, NAME)
 
 
 def run(args: argparse.Namespace) -> int:
