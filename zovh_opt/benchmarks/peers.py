@@ -120,7 +120,7 @@ def settings(quick: bool) -> dict[str, Any]:
             "noisy": {"d": 10_000 // scale, "budget": 80_000 // scale, "sigma": 1.0},
             "small budget": {"d": 100_000 // scale, "budget": 40_000 // scale, "sigma": 0.0},
         },
-        "seeds": 1,
+        "seeds": 1 if quick else 2,
     }
 
 
