@@ -27,7 +27,9 @@ def main(argv: list[str] | None = None) -> int:
             module.add_arguments(parser_of)
         else:  # the paper's experiments share --quick, --out and --jobs
             add_common_arguments(parser_of, name)
+    argv = sys.argv[1:] if argv is None else list(argv)
     args = parser.parse_args(argv)
+    args.argv = argv
     return COMMANDS[args.command].run(args)
 
 

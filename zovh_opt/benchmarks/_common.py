@@ -105,22 +105,24 @@ class Report:
 
     Parameters
     ----------
-    out : Path
-        Output directory (created).
+    args : argparse.Namespace
+        The command's arguments: ``out``, the output directory (created), and ``argv``, the
+        arguments after ``python -m zovh_opt.benchmarks`` (recorded as the exact command).
     name : str
         The command's name, also the stem of the files written.
     title : str
         Heading of the Markdown report.
     """
 
-    def __init__(self, out: Path, name: str, title: str) -> None:
-        self.out = Path(out)
+    def __init__(self, args: argparse.Namespace, name: str, title: str) -> None:
+        self.out = Path(args.out)
         self.out.mkdir(parents=True, exist_ok=True)
         self.name = name
         self.title = title
         self.sections: list[str] = []
         self.started = time.perf_counter()
-        self.command = "python -m zovh_opt.benchmarks " + shlex.join(sys.argv[1:])
+        self.argv = list(args.argv)
+        self.command = "python -m zovh_opt.benchmarks " + shlex.join(self.argv)
 
     def text(self, paragraph: str) -> None:
         self.sections.append(paragraph.strip())
@@ -144,7 +146,7 @@ class Report:
         """Write ``<name>.md`` and ``record.json``; return the Markdown path."""
         record = {
             "command": self.command,
-            "argv": sys.argv,
+            "argv": self.argv,
             "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
             "seconds": round(time.perf_counter() - self.started, 1),
             "machine": machine(),

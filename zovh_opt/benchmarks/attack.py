@@ -158,7 +158,7 @@ def settings(quick: bool) -> dict[str, Any]:
 
 def run(args: argparse.Namespace) -> int:
     s = settings(args.quick)
-    report = Report(args.out, NAME, "Black-box adversarial attack")
+    report = Report(args, NAME, "Black-box adversarial attack")
     weights, accuracy, X_test, y_test = train(s["epochs"])
     # each seed attacks a different correctly classified test image, towards another class
     import torch

@@ -107,7 +107,7 @@ def settings(quick: bool) -> dict[str, Any]:
 
 def run(args: argparse.Namespace) -> int:
     s = settings(args.quick)
-    report = Report(args.out, NAME, "Hessian estimation error (Frobenius norm)")
+    report = Report(args, NAME, "Hessian estimation error (Frobenius norm)")
     cases = [(name, speed) for speed in SPEEDS for name in PROBLEMS]
     jobs = [(name, speed, seed, s) for name, speed in cases for seed in range(s["starts"])]
     results = run_jobs(trajectory, jobs, args.jobs, NAME)

@@ -126,7 +126,7 @@ def settings(quick: bool) -> dict[str, Any]:
 
 def run(args: argparse.Namespace) -> int:
     s = settings(args.quick)
-    report = Report(args.out, NAME, "ZoVH against SciPy and CMA-ES at equal budgets")
+    report = Report(args, NAME, "ZoVH against SciPy and CMA-ES at equal budgets")
     cases = [(p, c, r) for r in s["regimes"] for p in PROBLEMS for c in CONTENDERS]
     jobs = [(p, c, r, seed, s) for p, c, r in cases for seed in range(s["seeds"])]
     results = run_jobs(solve, jobs, args.jobs, NAME)

@@ -101,7 +101,7 @@ def settings(quick: bool) -> dict[str, Any]:
 
 def run(args: argparse.Namespace) -> int:
     s = settings(args.quick)
-    report = Report(args.out, NAME, "Convergence on synthetic functions")
+    report = Report(args, NAME, "Convergence on synthetic functions")
     pairs = [(name, label) for name in PROBLEMS for label in CONTENDERS]
     grid = {
         (name, label): [lr * GRID_SCALE.get(label, 1.0) for lr in GRIDS[name]]
