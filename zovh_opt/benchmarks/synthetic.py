@@ -211,6 +211,7 @@ def run(args: argparse.Namespace) -> int:
             ax.plot(its, np.mean(c, axis=0), label=f"{label} (lr {best_lr[name, label]:g})")
             ax.fill_between(its, np.min(c, axis=0), np.max(c, axis=0), alpha=0.2)
         ax.set_yscale("log")
+        ax.xaxis.set_major_locator(plt.MaxNLocator(5))
         ax.set_xlabel("iteration")
         ax.set_ylabel("f(x)")
         ax.set_title(f"{name}, d = {s['d']}")
