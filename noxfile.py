@@ -1,4 +1,4 @@
-"""Developer sessions: ``nox -s tests`` (backend matrix), ``nox -s lint``."""
+"""Developer sessions: ``nox -s tests`` (backend matrix), ``nox -s lint``, ``nox -s docs``."""
 
 import nox
 
@@ -32,4 +32,20 @@ def tests_gpu(session: nox.Session) -> None:
 def lint(session: nox.Session) -> None:
     """ruff over the package, tests and examples."""
     session.install("ruff")
-    session.run("ruff", "check", "zovh_opt", "tests", "examples", "noxfile.py")
+    session.run("ruff", "check", "zovh_opt", "tests", "examples", "noxfile.py", "docs/conf.py")
+
+
+@nox.session
+def docs(session: nox.Session) -> None:
+    """The documentation site into docs/_build/html; any Sphinx warning is an error."""
+    session.install("-e", ".[docs]")
+    session.run(
+        "sphinx-build",
+        "-W",
+        "--keep-going",
+        "-b",
+        "html",
+        "docs",
+        "docs/_build/html",
+        *session.posargs,
+    )

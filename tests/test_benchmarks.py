@@ -61,7 +61,7 @@ def test_synthetic_quick(tmp_path):
     for name in ("quadratic", "levy", "rosenbrock", "ackley"):
         zovh, sgd = data[f"{name}/zovh N=4"]["mean"][-1], data[f"{name}/zo-sgd"]["mean"][-1]
         assert zovh < sgd, name
-        # the finding docs/paper-experiments.md reports: at this size ZoVH's lead is the scale
+        # the finding of docs/benchmarks/paper-experiments.md: at this size ZoVH's lead is the scale
         # 1/lambda of its step; ZoAR at ten times the rate ends within 15% of it
         zoar10 = data[f"{name}/zoar N=4, grid x10"]["mean"][-1]
         assert abs(zovh - zoar10) < 0.15 * zovh, name

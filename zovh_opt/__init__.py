@@ -21,7 +21,7 @@ from ._methods import METHODS, ZOAR, ZOSGD, HiZOO, MeZO, ZoVH
 from ._minimize import minimize, zovh
 from ._optimizer import Optimizer
 
-__version__ = "0.1.0.dev0"
+__version__ = "0.1.0"
 
 __all__ = [
     "METHODS",

@@ -53,6 +53,20 @@ class Problem:
 
     Subclasses implement ``_value`` (on the last axis), ``gradient``, ``hvp``,
     ``hessian_trace``, ``hessian_frobenius`` and ``minimum``.
+
+    Examples
+    --------
+    Every problem takes one point or a batch of points in rows, in any array namespace:
+
+    >>> import numpy as np
+    >>> from zovh_opt.problems import rosenbrock
+    >>> x = np.zeros(4)
+    >>> float(rosenbrock(x)), rosenbrock(np.stack([x, x + 1])).tolist()
+    (3.0, [3.0, 0.0])
+    >>> rosenbrock.gradient(x).tolist()
+    [-2.0, -2.0, -2.0, 0.0]
+    >>> bool(np.isclose(rosenbrock.hessian_trace(x), np.trace(rosenbrock.hessian(x))))
+    True
     """
 
     name = ""
@@ -115,6 +129,13 @@ class Quadratic(_Separable):
     r"""The isotropic quadratic :math:`\frac12 \sum_i x_i^2` (Appx. ``synthetic-setup``).
 
     Minimum 0 at the origin; the Hessian is the identity.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from zovh_opt.problems import quadratic
+    >>> round(float(quadratic(np.zeros(5))), 6), quadratic.minimum(5)
+    (0.0, 0.0)
     """
 
     name = "quadratic"
@@ -147,6 +168,15 @@ class RotatedQuadratic(Problem):
         :math:`\kappa \ge 1`.
     seed : int
         Seed of the rotation; the same seed gives the same matrix on every CPU backend.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from zovh_opt.problems import RotatedQuadratic
+    >>> f = RotatedQuadratic(condition=100.0, seed=0)
+    >>> eigenvalues = np.linalg.eigvalsh(f.hessian(np.zeros(6)))
+    >>> bool(np.allclose(eigenvalues, 100.0 ** (np.arange(6) / 5)))
+    True
     """
 
     def __init__(self, condition: float = 100.0, seed: int = 0) -> None:
@@ -207,6 +237,13 @@ class Rosenbrock(Problem):
     r"""Rosenbrock :math:`\sum_{i<d} 100 (x_{i+1} - x_i^2)^2 + (1 - x_i)^2`; minimum 0 at ones.
 
     The Hessian is tridiagonal.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from zovh_opt.problems import rosenbrock
+    >>> round(float(rosenbrock(np.ones(5))), 6), rosenbrock.minimum(5)
+    (0.0, 0.0)
     """
 
     name = "rosenbrock"
@@ -258,6 +295,14 @@ class StyblinskiTang(_Separable):
     The paper's appendix (``error-setup``) prints the linear coefficient as 50; the function in
     the literature, used here, has 5. Minimum :math:`-39.16616570377142\, d` at
     :math:`x_i = -2.903534\ldots`.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from zovh_opt.problems import styblinski_tang
+    >>> x = np.full(2, -2.903534)                  # the minimiser, in every coordinate
+    >>> round(float(styblinski_tang(x)), 4), round(styblinski_tang.minimum(2), 4)
+    (-78.3323, -78.3323)
     """
 
     name = "styblinski-tang"
@@ -282,6 +327,13 @@ class Levy(_Separable):
               + (w_d - 1)^2 \big(1 + \sin^2(2 \pi w_d)\big), \qquad w_i = 1 + (x_i - 1)/4 .
 
     Every term depends on one coordinate, so the Hessian is diagonal.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from zovh_opt.problems import levy
+    >>> round(float(levy(np.ones(5))), 6), levy.minimum(5)
+    (0.0, 0.0)
     """
 
     name = "levy"
@@ -347,6 +399,13 @@ class Ackley(Problem):
     Its Hessian is a diagonal plus a rank-two matrix,
     :math:`\alpha I + \mathrm{diag}(\delta) + \beta x x^T + \gamma q q^T` with
     :math:`q = -2\pi \sin(2\pi x)`; it is undefined at the origin itself.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from zovh_opt.problems import ackley
+    >>> round(float(ackley(np.zeros(5))), 6), ackley.minimum(5)
+    (0.0, 0.0)
     """
 
     name = "ackley"

@@ -31,6 +31,19 @@ class HiZOO(GradientStepMethod):
     three evaluations per iteration; ``hessian_smoothing`` is :math:`\alpha`, 1e-8 in all of
     the paper's experiments. ``ask`` returns ``x``, then the ``K`` points ``+``, then the ``K``
     points ``-``. ``hess_diag`` is the current :math:`\Sigma`.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from zovh_opt import HiZOO
+    >>> from zovh_opt.problems import quadratic
+    >>> opt = HiZOO(np.ones(100), rng=0, learning_rate=1e-2, hessian_smoothing=0.1)
+    >>> for _ in range(500):
+    ...     opt.tell(quadratic(opt.ask()))
+    >>> opt.points_per_iteration, bool(quadratic(opt.x) < quadratic(np.ones(100)))
+    (3, True)
+    >>> opt.hess_diag.shape          # the running diagonal Hessian estimate
+    (100,)
     """
 
     name = "hizoo"

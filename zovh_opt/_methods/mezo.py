@@ -21,6 +21,17 @@ class MeZO(GradientStepMethod):
     Arora, *Fine-Tuning Language Models with Just Forward Passes*, NeurIPS 2023); the paper
     compares with it in Appx. ``llm-fine-tune-setup``. ``ask`` returns the ``K`` points
     ``x + mu u_k`` followed by the ``K`` points ``x - mu u_k``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from zovh_opt import MeZO
+    >>> from zovh_opt.problems import quadratic
+    >>> opt = MeZO(np.ones(100), rng=0, learning_rate=1e-2)
+    >>> for _ in range(500):
+    ...     opt.tell(quadratic(opt.ask()))
+    >>> opt.nfev, bool(quadratic(opt.x) < quadratic(np.ones(100)) / 2)
+    (1000, True)
     """
 
     name = "mezo"

@@ -18,6 +18,21 @@ class ZOSGD(GradientStepMethod):
 
     The paper's "Vanilla ZOO" baseline (Appx. ``synthetic-setup``; Nesterov and Spokoiny,
     *Random Gradient-Free Minimization of Convex Functions*, Found. Comput. Math. 17, 2017).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from zovh_opt import ZOSGD
+    >>> from zovh_opt.problems import quadratic
+    >>> opt = ZOSGD(np.ones(100), rng=0, learning_rate=1e-3)
+    >>> points = opt.ask()            # f(x) first, then the K = 3 queries
+    >>> points.shape
+    (4, 100)
+    >>> opt.tell(quadratic(points))
+    >>> for _ in range(499):
+    ...     opt.tell(quadratic(opt.ask()))
+    >>> bool(quadratic(opt.x) < quadratic(np.ones(100))), opt.nfev
+    (True, 2000)
     """
 
     name = "zo-sgd"

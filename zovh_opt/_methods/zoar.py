@@ -22,6 +22,17 @@ class ZOAR(GradientStepMethod):
     gradient without the curvature correction; with ``K = 1`` the first iteration only fills the
     history (Qiu, Xie, Yan, Yang and Shu, *Zeroth-Order
     Optimization is Secretly Single-Step Policy Optimization*, arXiv:2506.14460, 2025).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from zovh_opt import ZOAR
+    >>> from zovh_opt.problems import quadratic
+    >>> opt = ZOAR(np.ones(100), rng=0, learning_rate=1e-2, history=4)
+    >>> for _ in range(500):
+    ...     opt.tell(quadratic(opt.ask()))
+    >>> bool(quadratic(opt.x) < quadratic(np.ones(100)) / 2), opt.nfev
+    (True, 1500)
     """
 
     name = "zoar"

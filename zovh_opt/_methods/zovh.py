@@ -39,6 +39,23 @@ class ZoVH(AskTellMethod):
     which needs ``d >> M``. On a quadratic the step is then about ``(1 - M/d) g / lambda`` away
     from the curvature correction, so for ``d < 2M`` it is slowed more than twofold and for
     ``d < M`` it points uphill; constructing one warns (``OptimizeWarning``).
+
+    Examples
+    --------
+    The paper's iteration with nothing around it: no budget, no safeguard, no best point
+    (`zovh_opt.Optimizer` adds those).
+
+    >>> import numpy as np
+    >>> from zovh_opt import ZoVH
+    >>> from zovh_opt.problems import rosenbrock
+    >>> x0 = np.random.default_rng(1).standard_normal(1000)
+    >>> opt = ZoVH(x0, rng=0, learning_rate=1e-7, history=4)
+    >>> for _ in range(300):
+    ...     opt.tell(rosenbrock(opt.ask()))      # K = 3 points per ask, evaluated in a batch
+    >>> opt.nit, opt.nfev, bool(rosenbrock(opt.x) < rosenbrock(x0) / 2)
+    (300, 900, True)
+    >>> opt.estimates()["hess_inv"]            # the latest (H + lambda I)^-1 estimate
+    <1000x1000 InverseHessianOperator with dtype=float64>
     """
 
     max_amplification = 10.0

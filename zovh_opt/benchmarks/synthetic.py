@@ -49,7 +49,7 @@ CONTENDERS = {
     "hizoo": ("hizoo", {"n_directions": 1, "hessian_smoothing": 1e-8}),
     "zoar N=4": ("zoar", {"n_directions": 3, "history": 4}),
     "zovh N=4": ("zovh", {"n_directions": 3, "history": 4, "regularization": 0.1}),
-    # ZoVH's step is close to its gradient estimate divided by lambda (docs/index.md), so at
+    # ZoVH's step is close to its gradient estimate divided by lambda (docs/theory.md), so at
     # the same nominal rate it moves 1/lambda = 10 times further than ZoAR: this contender gets
     # the grid times 10, to separate the curvature correction from that scale
     "zoar N=4, grid x10": ("zoar", {"n_directions": 3, "history": 4}),

@@ -1,7 +1,7 @@
-"""Minimize the Rosenbrock function in d = 1000 from values alone, with ZoVH and ZO-SGD.
+"""Quickstart: minimize Rosenbrock in d = 1000 from values alone, with ZoVH and ZO-SGD.
 
-Run:  python examples/rosenbrock.py            (about 10 s on a laptop core)
-      python examples/rosenbrock.py --quick    (a few seconds, for CI)
+Run:  python examples/quickstart.py            (about 10 s on a laptop core)
+      python examples/quickstart.py --quick    (a few seconds, for CI)
 """
 
 import argparse
