@@ -6,15 +6,18 @@ for computation; ``tests/test_backend_isolation.py`` keeps it that way. It does 
 
 * find the array namespace of the caller's arrays (`namespace_of`) and turn Python sequences
   into NumPy arrays, as ``scipy.optimize.minimize`` does;
-* turn the SPEC 7 ``rng`` argument into a host-side master generator that hands out one integer
-  seed per query (`SeedSource`);
-* draw a standard Gaussian direction from such a seed, natively where the array lives
-  (`gaussian_direction`).
+* say where a run's arrays live and which namespace the optimizer computes in (`ArraySpace`:
+  CPU PyTorch tensors are computed through zero-copy NumPy views);
+* turn the SPEC 7 ``rng`` argument into a counter-based source of Gaussian directions, one
+  block per iteration, drawn natively where the arrays live and reproducible block by block
+  (`DirectionSource`);
+* draw one standard Gaussian vector from an integer seed (`gaussian_direction`, used by the
+  test problems).
 
-Directions on the CPU (NumPy, array-api-strict, CPU PyTorch tensors) come from NumPy's
-``Generator``, so one integer seed gives the same directions, and the same run up to rounding,
-on every CPU backend. Directions for GPU arrays are drawn on the device by ``torch.Generator``
-or ``cupy.random``; nothing is copied between host and device.
+Directions on the CPU (NumPy, array-api-strict, CPU PyTorch tensors) come from NumPy's Philox
+generator, so one seed gives the same directions, and the same run up to rounding, on every
+CPU backend. Directions for GPU arrays are drawn on the device by ``torch.Generator`` or
+``cupy.random``; nothing is copied between host and device.
 """
 
 from __future__ import annotations
@@ -27,7 +30,8 @@ import array_api_compat
 import numpy as np
 
 __all__ = [
-    "SeedSource",
+    "ArraySpace",
+    "DirectionSource",
     "as_array",
     "gaussian_direction",
     "namespace_of",
@@ -36,6 +40,7 @@ __all__ = [
 ]
 
 _SEED_BOUND = 2**63 - 1
+_NUMPY = array_api_compat.array_namespace(np.empty(0))
 
 
 def namespace_of(*arrays: Any) -> Any:
@@ -46,6 +51,8 @@ def namespace_of(*arrays: Any) -> Any:
     TypeError
         If the arrays belong to different array libraries; the message names both.
     """
+    if all(type(a) is np.ndarray for a in arrays):
+        return _NUMPY
     spaces = {}
     for a in arrays:
         xp = array_api_compat.array_namespace(a)
@@ -107,6 +114,8 @@ def to_host_floats(values: Any, what: str) -> list[float]:
         return [float(values[i]) for i in range(values.shape[0])]
     if isinstance(values, (str, bytes)) or not hasattr(values, "__iter__"):
         raise TypeError(f"{what} must be a sequence of real numbers, got {type(values).__name__}")
+    if all(type(v) is float for v in values):
+        return list(values)
     return [real_scalar(v, f"each of {what}") for v in values]
 
 
@@ -120,21 +129,129 @@ def _is_cpu(x: Any) -> bool:
     return False
 
 
-class SeedSource:
-    """Master generator that hands out one integer seed per query direction.
+_MASK64 = 2**64 - 1
+
+
+def _splitmix64(z: int) -> int:
+    """One round of SplitMix64: a bijective mixer of 64-bit integers."""
+    z = (z + 0x9E3779B97F4A7C15) & _MASK64
+    z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & _MASK64
+    z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & _MASK64
+    return z ^ (z >> 31)
+
+
+class ArraySpace:
+    """Where a run's arrays live, and the namespace the optimizer computes in.
+
+    The user's arrays (``x0``, the points handed to ``fun``, the result) keep their library,
+    dtype and device. The optimizer computes in the same namespace, except for CPU PyTorch
+    tensors: those are computed through zero-copy NumPy views, because a PyTorch call costs
+    several microseconds of dispatch where NumPy's costs one, and an iteration at small ``d``
+    is dozens of calls. `to_user` and `to_compute` convert without copying.
+
+    Parameters
+    ----------
+    like : array
+        A one-dimensional array of the caller's (``x0``).
+    """
+
+    def __init__(self, like: Any) -> None:
+        self.user = array_api_compat.array_namespace(like)
+        self.device = array_api_compat.device(like)
+        self.torch_cpu = array_api_compat.is_torch_array(like) and like.device.type == "cpu"
+        self.xp = array_api_compat.array_namespace(np.empty(0)) if self.torch_cpu else self.user
+        self.compute_device = "cpu" if self.torch_cpu else self.device
+        self.dtype = self.xp.float32 if str(like.dtype).endswith("float32") else self.xp.float64
+        self.dim = like.shape[0]
+        self.numpy = self.torch_cpu or array_api_compat.is_numpy_array(like)
+        self._like = self.user.empty((0,), dtype=like.dtype, device=self.device)
+
+    def __getstate__(self) -> dict:
+        return {"like": self._like, "dim": self.dim}
+
+    def __setstate__(self, state: dict) -> None:
+        self.__init__(state["like"])
+        self.dim = state["dim"]
+
+    def to_compute(self, a: Any) -> Any:
+        """``a`` (an array of the user's) in the compute namespace; no copy."""
+        if self.torch_cpu:
+            return a.detach().numpy()
+        if array_api_compat.is_torch_array(a):
+            return a.detach()
+        return a
+
+    def to_user(self, a: Any) -> Any:
+        """``a`` (an array of the compute namespace) in the user's namespace; no copy."""
+        if self.torch_cpu:
+            import torch
+
+            return torch.from_numpy(a)
+        return a
+
+    def copy_in(self, a: Any) -> Any:
+        """A private copy of the user's array ``a`` in the compute namespace."""
+        return self.xp.asarray(self.to_compute(a), copy=True)
+
+    def empty(self, shape: tuple[int, ...]) -> Any:
+        return self.xp.empty(shape, dtype=self.dtype, device=self.compute_device)
+
+    def zeros(self, shape: tuple[int, ...]) -> Any:
+        return self.xp.zeros(shape, dtype=self.dtype, device=self.compute_device)
+
+    def from_host(self, values: Any) -> Any:
+        """A small host array (NumPy, float64) as a compute array of the run's dtype."""
+        if self.numpy:
+            return np.asarray(values, dtype=self.dtype)
+        return self.xp.asarray(
+            np.asarray(values, dtype=np.float64), dtype=self.dtype, device=self.device
+        )
+
+    def to_host(self, a: Any) -> np.ndarray:
+        """A small compute array as a NumPy float64 array: one device-to-host copy."""
+        if self.numpy:
+            return np.asarray(a, dtype=np.float64)
+        if array_api_compat.is_torch_array(a):
+            return a.detach().cpu().double().numpy()
+        if array_api_compat.is_cupy_array(a):
+            return a.get().astype(np.float64)
+        host = self.xp.__array_namespace_info__().default_device()  # other libraries: by way
+        if array_api_compat.device(a) != host:  # of their default (host) device
+            a = array_api_compat.to_device(a, host)
+        return np.asarray(a, dtype=np.float64)
+
+
+class DirectionSource:
+    """Counter-based source of the Gaussian directions of a run.
+
+    Block ``b`` of a run is an ``(n, d)`` array of independent standard normals that depends
+    only on the run's key and ``b``: it can be drawn again, bit for bit, at any time, which is
+    how the ``"seeds"`` storage keeps only block numbers. Each iteration draws its directions
+    as one block, in one call.
+
+    On the CPU (NumPy, array-api-strict, CPU PyTorch) a block is drawn by NumPy's Philox4x64
+    counter-based generator, keyed by the run's 128-bit key, with counter ``b * 2**192``:
+    every block has its own stream of ``2**192`` outputs. So the same ``rng`` gives the same
+    directions, and the same run up to rounding, on every CPU backend. For CUDA PyTorch and
+    CuPy, and when ``rng`` is a ``torch.Generator`` or a CuPy generator, a block is drawn on the
+    array's device by that library's generator, seeded by a SplitMix64 hash of (key, ``b``).
 
     Parameters
     ----------
     rng : None, int, SeedSequence, numpy.random.Generator, torch.Generator or cupy generator
         SPEC 7 style seed. ``None`` draws fresh OS entropy; an int or ``SeedSequence`` seeds a
-        new NumPy generator; a NumPy ``Generator`` is used (and advanced) as it is. A
-        ``torch.Generator`` or a CuPy generator is asked once for a 63-bit seed, and the
-        directions are then drawn with that library's generator on the array's device.
+        new NumPy generator; a NumPy ``Generator`` is used (and advanced) as it is. The key is
+        two 64-bit integers drawn from it. A ``torch.Generator`` or a CuPy generator is asked
+        once for a 63-bit seed, and the blocks are then drawn with that library's generator.
 
-    Notes
-    -----
-    The seeds themselves always come from a NumPy ``Generator`` on the host: they are Python
-    integers, so storing and regenerating directions never touches device memory.
+    Attributes
+    ----------
+    key : tuple of two int
+        The run's key.
+    native : {None, "torch", "cupy"}
+        The library whose generator draws the blocks even on the CPU.
+    blocks : int
+        How many blocks have been handed out (`next_block`).
     """
 
     def __init__(self, rng: Any = None) -> None:
@@ -144,9 +261,9 @@ class SeedSource:
                 raise ValueError(f"rng: an integer seed must be non-negative, got {rng}")
             if isinstance(rng, bool):
                 raise TypeError("rng: expected None, an int, or a generator, got a bool")
-            self.generator = np.random.default_rng(rng)
+            generator = np.random.default_rng(rng)
         elif isinstance(rng, np.random.Generator):
-            self.generator = rng
+            generator = rng
         elif isinstance(rng, np.random.RandomState):
             raise TypeError(
                 "rng: numpy.random.RandomState is not accepted (SPEC 7); pass an int seed or "
@@ -156,30 +273,89 @@ class SeedSource:
             import torch
 
             seed = torch.randint(0, _SEED_BOUND, (1,), generator=rng, device=rng.device)
-            self.generator = np.random.default_rng(int(seed.item()))
+            generator = np.random.default_rng(int(seed.item()))
             self.native = "torch"
         elif _module_of(rng) == "cupy":
             seed = rng.integers(0, _SEED_BOUND, size=1)
-            self.generator = np.random.default_rng(int(seed.item()))
+            generator = np.random.default_rng(int(seed.item()))
             self.native = "cupy"
         else:
             raise TypeError(
                 "rng: expected None, an int, a numpy.random.Generator, a torch.Generator or a "
                 f"cupy generator, got {type(rng).__name__}"
             )
+        k = generator.integers(0, 2**64, size=2, dtype=np.uint64)
+        self.key = (int(k[0]), int(k[1]))
+        self.blocks = 0
+        self._philox: np.random.Generator | None = None
+        self._torch: dict[Any, Any] = {}
 
-    def seeds(self, n: int) -> list[int]:
-        """Return ``n`` fresh integer seeds, one per direction."""
-        return [int(s) for s in self.generator.integers(0, _SEED_BOUND, size=n)]
+    def next_block(self) -> int:
+        """The number of a block no one has drawn yet."""
+        self.blocks += 1
+        return self.blocks - 1
 
     def get_state(self) -> dict:
-        """State of the master generator, enough to continue bit for bit."""
-        return {"bit_generator": self.generator.bit_generator.state, "native": self.native}
+        """The state, plain integers and strings: enough to continue bit for bit."""
+        return {"key": list(self.key), "native": self.native, "blocks": self.blocks}
 
     def set_state(self, state: dict) -> None:
         """Restore a state returned by `get_state`."""
-        self.generator.bit_generator.state = state["bit_generator"]
+        self.key = (int(state["key"][0]), int(state["key"][1]))
         self.native = state["native"]
+        self.blocks = int(state["blocks"])
+
+    def __getstate__(self) -> dict:
+        return self.get_state()
+
+    def __setstate__(self, state: dict) -> None:
+        self._philox, self._torch = None, {}
+        self.set_state(state)
+
+    def _seed(self, block: int) -> int:
+        return _splitmix64(self.key[0] ^ _splitmix64(self.key[1] ^ block)) & _SEED_BOUND
+
+    def draw(self, block: int, n: int, space: ArraySpace, out: Any = None) -> Any:
+        """Block ``block``: ``n`` directions as an ``(n, d)`` array of ``space``.
+
+        ``out``, an ``(n, d)`` array of ``space``, receives the block where that avoids a copy
+        (NumPy compute arrays); the block is returned either way.
+        """
+        d = space.dim
+        if space.numpy and self.native != "torch":
+            return self._numpy_block(block, (n, d), space.dtype, out)
+        if array_api_compat.is_torch_namespace(space.user):
+            import torch
+
+            gen = self._torch.get(space.device)
+            if gen is None:
+                gen = self._torch[space.device] = torch.Generator(device=space.device)
+            gen.manual_seed(self._seed(block))
+            dtype = torch.float32 if space.dtype in (np.float32, torch.float32) else torch.float64
+            u = torch.randn((n, d), generator=gen, dtype=dtype, device=space.device)
+            return space.to_compute(u)
+        if array_api_compat.is_cupy_namespace(space.user):
+            import cupy
+
+            with space.device:
+                return cupy.random.default_rng(self._seed(block)).standard_normal(
+                    (n, d), dtype=space.dtype
+                )
+        u = self._numpy_block(block, (n, d), np.dtype(str(space.dtype).split(".")[-1]), None)
+        return space.xp.asarray(u, device=space.device)
+
+    def _numpy_block(self, block: int, shape: tuple[int, int], dtype: Any, out: Any) -> Any:
+        if self._philox is None:
+            key = np.array(self.key, dtype=np.uint64)
+            self._philox = np.random.Generator(np.random.Philox(key=key))
+            self._philox_state = self._philox.bit_generator.state
+        state = self._philox_state  # reused: building the dict costs more than the draw at small d
+        state["state"]["counter"][:] = (0, 0, 0, block)
+        state["buffer_pos"], state["has_uint32"], state["uinteger"] = 4, 0, 0
+        self._philox.bit_generator.state = state
+        if out is not None:
+            return self._philox.standard_normal(dtype=dtype, out=out)
+        return self._philox.standard_normal(shape, dtype=dtype)
 
 
 def _module_of(obj: Any) -> str:
@@ -220,4 +396,4 @@ def gaussian_direction(seed: int, like: Any, native: str | None = None) -> Any:
         import torch
 
         return torch.from_numpy(u)
-    return xp.asarray(u)
+    return xp.asarray(u, device=array_api_compat.device(like))

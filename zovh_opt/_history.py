@@ -1,123 +1,29 @@
-"""The query history of Algorithm 1: the last ``N`` iterations' directions and values.
+"""The query history of Algorithm 1: the last ``N`` iterations' directions, values and Gram matrix.
 
-Directions are kept either as vectors or as their integer seeds (regenerated when needed); both
-storages run the same arithmetic on the same bits, so they give bit-identical results. The
-history also keeps the Gram matrix ``G = U U^T`` of its rows up to date: each iteration only the
-inner products of the new rows with the kept ones are computed, one pass over the history, and
-everything else the estimators need (``u_m . s``, ``|u_m|^2``, the Woodbury system) is read
-from ``G`` in ``O(M^2)``.
+Each iteration draws its ``w`` directions as one block of the run's `DirectionSource`. With
+``"vectors"`` storage the blocks live in one preallocated ``(N w, d)`` ring buffer: a new
+block is drawn straight into the slot of the block it replaces, so nothing of size ``d`` is
+allocated per iteration. With ``"seeds"`` storage only the block numbers are kept and each
+block is drawn again when it is needed; the block of the current iteration is held from
+``new_block`` to the end of that iteration's step. Both storages run the same arithmetic, block
+by block and in history order, on the same bits, so they give bit-identical results.
+
+The Gram matrix ``G = U U^T`` of the kept directions and their function values live on the
+host in float64 (``M = N w`` is a few dozen at most): each iteration computes only the inner
+products of the new block with the kept ones (one pass over the history, one small
+device-to-host copy), and everything the estimators need beyond that is ``O(M^2)`` host
+algebra.
 """
 
 from __future__ import annotations
 
-from collections import deque
-from collections.abc import Iterator, Sequence
 from typing import Any
 
-from ._backend import gaussian_direction, namespace_of
+import numpy as np
+
+from ._backend import ArraySpace, DirectionSource
 
 STORAGES = ("vectors", "seeds")
-
-
-class DirectionRows:
-    """An ordered, immutable list of Gaussian directions, each kept or regenerated from its seed.
-
-    Implements the row protocol of `zovh_opt.estimators.InverseHessianOperator`.
-
-    Parameters
-    ----------
-    seeds : sequence of int
-        One seed per direction.
-    vectors : sequence of arrays or None
-        The directions themselves, or ``None`` to regenerate each from its seed when needed.
-    like : array
-        An array with the namespace, dtype, device and length ``d`` of the directions.
-    native : {None, "torch", "cupy"}
-        Passed to `gaussian_direction`.
-    """
-
-    def __init__(
-        self, seeds: Sequence[int], vectors: Sequence[Any] | None, like: Any, native: str | None
-    ) -> None:
-        self.seeds = tuple(seeds)
-        self.vectors = None if vectors is None else tuple(vectors)
-        self._like = like
-        self._native = native
-        self.dim = like.shape[0]
-
-    def __len__(self) -> int:
-        return len(self.seeds)
-
-    def row(self, m: int) -> Any:
-        if self.vectors is not None:
-            return self.vectors[m]
-        return gaussian_direction(self.seeds[m], self._like, self._native)
-
-    def __iter__(self) -> Iterator[Any]:
-        return (self.row(m) for m in range(len(self)))
-
-    def __add__(self, other: DirectionRows) -> DirectionRows:
-        if (self.vectors is None) != (other.vectors is None):
-            raise ValueError("cannot join stored and regenerated directions")
-        vectors = None if self.vectors is None else self.vectors + other.vectors
-        return DirectionRows(self.seeds + other.seeds, vectors, self._like, self._native)
-
-    def select(self, index: Sequence[int]) -> DirectionRows:
-        """The rows at positions ``index``, in that order."""
-        vectors = None if self.vectors is None else [self.vectors[i] for i in index]
-        return DirectionRows([self.seeds[i] for i in index], vectors, self._like, self._native)
-
-    def dot(self, v: Any) -> Any:
-        """The ``M`` inner products ``u_m . v``."""
-        xp = namespace_of(v)
-        return xp.stack([u @ v for u in self])
-
-    def combine(self, c: Any) -> Any:
-        """Return ``sum_m c[m] * u_m``, accumulated in row order with one work vector."""
-        total = None
-        for m, u in enumerate(self):
-            if total is None:
-                total = c[m] * u
-            else:
-                total += c[m] * u
-        return total
-
-    def combine_squares(self, c: Any) -> Any:
-        """Return ``sum_m c[m] * u_m**2`` (elementwise squares)."""
-        total = None
-        for m, u in enumerate(self):
-            if total is None:
-                total = c[m] * (u * u)
-            else:
-                total += c[m] * (u * u)
-        return total
-
-    def stacked(self) -> Any:
-        """The directions as one ``(M, d)`` array (``M d`` memory)."""
-        return namespace_of(self._like).stack(list(self))
-
-
-def extend_gram(gram: Any, kept: DirectionRows, new: DirectionRows) -> Any:
-    """Gram matrix of ``kept + new`` from the Gram matrix ``gram`` of ``kept``.
-
-    Reads every kept row once (regenerating it if it is stored as a seed) and holds the new rows
-    meanwhile: ``len(new) * len(kept)`` inner products, plus those among the new rows.
-    """
-    xp = namespace_of(new._like)
-    new_rows = list(new)
-    K = len(new_rows)
-    cross = [[None] * len(kept) for _ in range(K)]
-    for m, u in enumerate(kept):
-        for k in range(K):
-            cross[k][m] = new_rows[k] @ u
-    inner = [[None] * K for _ in range(K)]
-    for k in range(K):
-        for j in range(k, K):
-            inner[k][j] = inner[j][k] = new_rows[k] @ new_rows[j]
-    bottom = xp.stack([xp.stack(cross[k] + inner[k]) for k in range(K)])
-    if gram is None or len(kept) == 0:
-        return bottom
-    return xp.concat([xp.concat([gram, bottom[:, : len(kept)].T], axis=1), bottom], axis=0)
 
 
 class QueryHistory:
@@ -125,61 +31,196 @@ class QueryHistory:
 
     Parameters
     ----------
-    like : array
-        The iterate ``x``; directions take its namespace, dtype, device and length.
+    space : ArraySpace
+        Where the directions live.
+    source : DirectionSource
+        The run's directions.
     slots : int
         ``N``, the number of iterations kept.
+    width : int
+        ``w``, the directions per iteration.
     storage : {"vectors", "seeds"}
-        Keep the directions, or only their seeds.
-    native : {None, "torch", "cupy"}
-        Passed to `gaussian_direction`.
+        Keep the directions, or only their block numbers.
     track_gram : bool, optional
-        Keep the Gram matrix ``gram`` up to date (ZoVH needs it; a gradient method does not,
-        and skips the ``O(M K d)`` inner products).
+        Keep the Gram matrix up to date (ZoVH needs it; a gradient method does not, and skips
+        the ``O(M w d)`` inner products).
     """
 
     def __init__(
-        self, like: Any, slots: int, storage: str, native: str | None, *, track_gram: bool = True
+        self,
+        space: ArraySpace,
+        source: DirectionSource,
+        slots: int,
+        width: int,
+        storage: str,
+        *,
+        track_gram: bool = True,
     ) -> None:
         if storage not in STORAGES:
             raise ValueError(f"directions must be one of {STORAGES}, got {storage!r}")
-        self._like = like
-        self._native = native
-        self.storage = storage
-        self.slots = slots
-        self._entries: deque[tuple[DirectionRows, Any]] = deque()
+        self.space, self.source = space, source
+        self.slots, self.width, self.storage = slots, width, storage
+        self._ring = space.empty((slots * width, space.dim)) if storage == "vectors" else None
         self._track_gram = track_gram
-        self.gram = None
+        self._gram = np.zeros((0, 0))  # in history order
+        self._values = np.zeros(0)  # in history order
+        self._blocks = [-1] * slots  # block number held by each physical slot
+        self._order: list[int] = []  # physical slots in history order, oldest first
+        self._pending: tuple[int, int, Any] | None = None  # slot, block, rows
+        self._recent: tuple[int, Any] | None = None  # seeds: the newest block, until next ask
 
-    def new_rows(self, seeds: Sequence[int]) -> DirectionRows:
-        """The directions for ``seeds``: drawn now with ``"vectors"``, on use with ``"seeds"``."""
-        if self.storage == "seeds":
-            return DirectionRows(seeds, None, self._like, self._native)
-        vectors = [gaussian_direction(s, self._like, self._native) for s in seeds]
-        return DirectionRows(seeds, vectors, self._like, self._native)
-
-    def push(self, rows: DirectionRows, values: Any) -> None:
-        """Add one iteration's directions and values, dropping the oldest beyond ``slots``."""
-        if len(self._entries) == self.slots:
-            dropped = len(self._entries[0][0])
-            self._entries.popleft()
-            if self._track_gram:
-                self.gram = self.gram[dropped:, dropped:]
-        if self._track_gram:
-            self.gram = extend_gram(self.gram, self.rows(), rows)
-        self._entries.append((rows, values))
-
-    def rows(self) -> DirectionRows:
-        """All kept directions, oldest first."""
-        total = DirectionRows((), None if self.storage == "seeds" else (), self._like, self._native)
-        for rows, _ in self._entries:
-            total = total + rows
-        return total
-
-    @property
-    def values(self) -> Any:
-        """All kept function values, oldest first, shape ``(M,)``."""
-        return namespace_of(self._like).concat([v for _, v in self._entries])
+    def clear(self) -> None:
+        """Forget every query (a restart)."""
+        self._order, self._pending, self._recent = [], None, None
+        self._gram, self._values = np.zeros((0, 0)), np.zeros(0)
 
     def __len__(self) -> int:
-        return sum(len(rows) for rows, _ in self._entries)
+        return len(self._order) * self.width
+
+    @property
+    def blocks(self) -> list[int]:
+        """Block numbers of the kept iterations, oldest first."""
+        return [self._blocks[s] for s in self._order]
+
+    def new_block(self) -> Any:
+        """The directions of the next iteration, ``(width, d)``: the same until `push` or
+        `discard`."""
+        if self._pending is not None:
+            return self._pending[2]
+        self._recent = None
+        if len(self._order) < self.slots:
+            slot = next(s for s in range(self.slots) if s not in self._order)
+        else:
+            slot = self._order[0]  # the oldest block leaves at push; its rows are not read again
+        block = self.source.next_block()
+        self._pending = (slot, block, self._draw(block, slot))
+        return self._pending[2]
+
+    def _draw(self, block: int, slot: int | None) -> Any:
+        w, space = self.width, self.space
+        if self._ring is None or slot is None:
+            return self.source.draw(block, w, space)
+        view = self._ring[slot * w : (slot + 1) * w, ...]
+        rows = self.source.draw(block, w, space, out=view)
+        if rows is not view:
+            view[...] = rows
+        return view
+
+    def discard(self) -> None:
+        """Drop the pending block (its values are missing). When it was drawn over the oldest
+        block, that block leaves the history now, in both storages."""
+        if self._pending is None:
+            return
+        slot = self._pending[0]
+        self._pending = None
+        if self._order and self._order[0] == slot:
+            self._drop_oldest()
+
+    def _drop_oldest(self) -> None:
+        w = self.width
+        self._order.pop(0)
+        self._values = self._values[w:]
+        self._gram = self._gram[w:, w:]
+
+    def push(self, values: np.ndarray) -> None:
+        """Add the pending block with its function values (host floats, ``(width,)``)."""
+        slot, block, rows = self._pending
+        if len(self._order) == self.slots:
+            self._drop_oldest()
+        if self._track_gram:
+            pieces = [rows @ self.rows(s).T for s in self._order] + [rows @ rows.T]
+            cross = self.space.to_host(
+                self.space.xp.concat(pieces, axis=1) if len(pieces) > 1 else pieces[0]
+            )  # (w, M + w): one device-to-host copy
+            M, w = self._gram.shape[0], self.width
+            gram = np.empty((M + w, M + w))
+            gram[:M, :M] = self._gram
+            gram[M:, :] = cross
+            gram[:M, M:] = cross[:, :M].T
+            self._gram = gram
+        self._values = np.concatenate([self._values, values])
+        self._order.append(slot)
+        self._blocks[slot] = block
+        self._pending = None
+        if self._ring is None:
+            self._recent = (slot, rows)
+
+    def rows(self, slot: int) -> Any:
+        """The ``(width, d)`` directions held in physical ``slot``."""
+        if self._recent is not None and self._recent[0] == slot:
+            return self._recent[1]
+        if self._ring is None or (self._pending is not None and self._pending[0] == slot):
+            return self.source.draw(self._blocks[slot], self.width, self.space)
+        w = self.width
+        return self._ring[slot * w : (slot + 1) * w, ...]
+
+    def gram(self) -> np.ndarray:
+        """``U U^T`` of the kept directions in history order, ``(M, M)`` host float64."""
+        return self._gram
+
+    def values(self) -> np.ndarray:
+        """The kept function values in history order, ``(M,)`` host float64."""
+        return self._values
+
+    def combine(self, c: np.ndarray) -> Any:
+        """``sum_m c[m] u_m`` over the kept directions (``c`` on the host, history order),
+        accumulated block by block in history order."""
+        coef = self.space.from_host(c)
+        w, total = self.width, None
+        for j, slot in enumerate(self._order):
+            part = coef[j * w : (j + 1) * w] @ self.rows(slot)
+            if total is None:
+                total = part
+            else:
+                total += part
+        return total
+
+    def snapshot(self, positions: slice = slice(None)) -> BlockRows:
+        """The kept directions as immutable `BlockRows` (drawn again on use), keeping only the
+        rows at ``positions`` within each block."""
+        return BlockRows(self.source, self.blocks, self.width, self.space, positions)
+
+
+class BlockRows:
+    """Directions given by block numbers of a run, drawn again whenever they are used.
+
+    Implements the row protocol of `zovh_opt.estimators.InverseHessianOperator` in the user's
+    namespace: ``dim``, ``len``, ``dot(v)``, ``combine(c)`` and ``stacked()``. It keeps
+    ``O(M)`` numbers, so an operator built on it stays valid while the run goes on.
+    """
+
+    def __init__(
+        self,
+        source: DirectionSource,
+        blocks: list[int],
+        width: int,
+        space: ArraySpace,
+        positions: slice = slice(None),
+    ) -> None:
+        self._source = DirectionSource.__new__(DirectionSource)
+        self._source.__setstate__(source.get_state())
+        self._blocks, self._width, self._space = list(blocks), width, space
+        self._positions = positions
+        self.dim = space.dim
+        self._per_block = len(range(width)[positions])
+
+    def __len__(self) -> int:
+        return len(self._blocks) * self._per_block
+
+    def _block(self, block: int) -> Any:
+        rows = self._source.draw(block, self._width, self._space)
+        return self._space.to_user(rows[self._positions, ...])
+
+    def dot(self, v: Any) -> Any:
+        xp = self._space.user
+        return xp.concat([self._block(b) @ v for b in self._blocks])
+
+    def combine(self, c: Any) -> Any:
+        n, total = self._per_block, None
+        for j, b in enumerate(self._blocks):
+            part = c[j * n : (j + 1) * n] @ self._block(b)
+            total = part if total is None else total + part
+        return total
+
+    def stacked(self) -> Any:
+        return self._space.user.concat([self._block(b) for b in self._blocks], axis=0)

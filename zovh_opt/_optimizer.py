@@ -17,10 +17,9 @@ from collections import deque
 from collections.abc import Callable
 from typing import Any
 
-from array_api_compat import device as _device
 from scipy.optimize import OptimizeResult, OptimizeWarning
 
-from ._backend import SeedSource, as_array, namespace_of, to_host_floats
+from ._backend import DirectionSource, as_array, namespace_of, to_host_floats
 from ._methods import METHODS
 from ._options import (
     Option,
@@ -189,7 +188,7 @@ class Optimizer:
         options = known_options(method, dict(options or {}), stacklevel=2)
         if tol is not None:
             options.setdefault("ftol", tol)
-        x0 = validated_x0(x0)
+        x0 = validated_x0(x0, copy=True)
         cls = METHODS[method]
         learning_rate = _learning_rate(
             "learning_rate", options.get("learning_rate", cls.options["learning_rate"].default)
@@ -201,10 +200,10 @@ class Optimizer:
             self.options["final_evaluations"] = 10 if self.options["noisy"] else 1
         self.method = method
         self.xp = namespace_of(x0)
-        self.x0 = x0
+        self.x0 = x0 if learning_rate == "auto" else None  # the trials start from it
         self._cls = cls
         self._method_options = method_options
-        self._seeds = SeedSource(rng)
+        self._seeds = DirectionSource(rng)
         first_rate = AUTO_GRID[0] if learning_rate == "auto" else learning_rate
         self._step = self._new_method(x0, first_rate)  # validates the method options
         self._auto = {"trial": 0, "scores": [], "best": None} if learning_rate == "auto" else None
@@ -225,7 +224,7 @@ class Optimizer:
         self._phase = "search"
         self._pending: tuple[str, Any] | None = None
         self._best: tuple[float, Any] | None = None  # lowest finite evaluated value, its point
-        self._anchor: tuple[float, Any] | None = None  # lowest f estimate, its iterate
+        self._anchor: tuple[float, Any] = (math.inf, x0)  # lowest f estimate, its iterate
         self._scale: float | None = None  # the divergence test's scale
         self._first = math.nan  # f estimate of the first finite iteration
         self._final_values: list[float] | None = None
@@ -294,6 +293,7 @@ class Optimizer:
         self._pending = None
         self.nfev += len(host)
         self._observe(points, host)
+        del points  # before the step: the memory of the points is the step's to use
         if phase == "final":
             self._final_values = host
             self._phase = "done"
@@ -303,10 +303,9 @@ class Optimizer:
         self._record(f_estimate)
         failure = self._failure(host, f_estimate)
         if failure is None:
-            if self._anchor is None or f_estimate < self._anchor[0]:
+            if f_estimate < self._anchor[0]:
                 self._anchor = (f_estimate, self.x)  # steps make new arrays: no copy needed
-            xp = self.xp
-            self._step.tell(xp.asarray(host, dtype=self.x.dtype, device=_device(self.x)))
+            self._step.tell(host)
         if self._auto is not None:
             self._advance_search(failure, f_estimate)
         elif failure is not None:
@@ -417,9 +416,15 @@ class Optimizer:
         if self._best is not None and value >= self._best[0]:
             return
         xp = self.xp
-        row = xp.asarray(points[i, ...], copy=True)
-        if bool(xp.all(xp.isfinite(row))):
-            self._best = (value, row)
+        row = points[i, ...]
+        # a finite sum means finite entries; only an overflowing sum pays for the d-sized mask
+        if not math.isfinite(float(xp.sum(row))) and not bool(xp.all(xp.isfinite(row))):
+            return
+        if self._best is None:
+            self._best = (value, xp.asarray(row, copy=True))
+        else:  # into the same buffer: no second d-vector while the points are alive
+            self._best[1][...] = row
+            self._best = (value, self._best[1])
 
     def _record(self, f_estimate: float) -> None:
         self._trace["nit"].append(self.nit)
@@ -446,7 +451,7 @@ class Optimizer:
         return None
 
     def _restart(self, reason: str) -> None:
-        x = self.x0 if self._anchor is None else self._anchor[1]
+        x = self._anchor[1]
         if len(self.restarts) >= self.options["max_restarts"]:
             self._step.restart(x, self.learning_rate)
             self.stop(FAILED, f"Stopped after {len(self.restarts)} restarts: {reason}.")
@@ -541,7 +546,7 @@ class Optimizer:
         extra = {"fun_std_error": math.nan} if self.options["noisy"] else {}
         if self._best is None:
             return self.xp.asarray(self.x, copy=True), math.nan, extra
-        return self._best[1], self._best[0], extra
+        return self.xp.asarray(self._best[1], copy=True), self._best[0], extra
 
     def __getstate__(self) -> dict[str, Any]:
         state = dict(self.__dict__)
@@ -551,7 +556,7 @@ class Optimizer:
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__dict__.update(state)
-        self.xp = namespace_of(self.x0)
+        self.xp = namespace_of(self.x)
         self._since = time.perf_counter()
 
 
@@ -560,9 +565,12 @@ def _mean(values: list[float]) -> float:
     return sum(values) / len(values)
 
 
-def validated_x0(x0: Any) -> Any:
-    """``x0`` as a finite, non-empty, one-dimensional float32 or float64 array."""
+def validated_x0(x0: Any, *, copy: bool = False) -> Any:
+    """``x0`` as a finite, non-empty, one-dimensional float32 or float64 array (with ``copy``,
+    one the caller cannot change, detached from any autograd graph)."""
     x0 = as_array(x0)
+    if hasattr(x0, "detach"):
+        x0 = x0.detach()
     xp = namespace_of(x0)
     if x0.ndim != 1 or x0.shape[0] == 0:
         raise ValueError(
@@ -576,4 +584,4 @@ def validated_x0(x0: Any) -> Any:
         raise TypeError(f"x0 must be float32 or float64, got dtype {x0.dtype}")
     if not bool(xp.all(xp.isfinite(x0))):
         raise ValueError("x0 must be finite")
-    return x0
+    return xp.asarray(x0, copy=True) if copy else x0

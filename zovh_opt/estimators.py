@@ -94,7 +94,7 @@ def _scaled_outer_sum(U: Any, w: Any) -> Any:
 def centred_values(y: Any, mu: float) -> Any:
     r"""Return :math:`\nu_m = (y_m - \bar y) / \mu^2` with the averaged baseline :math:`\bar y`."""
     xp = namespace_of(y)
-    return (y - xp.mean(y)) / mu / mu  # not mu**2: a Python float power can overflow
+    return (y - xp.sum(y) / y.shape[0]) / mu / mu  # not mu**2: a Python float can overflow
 
 
 def gradient(U: Any, y: Any, mu: float) -> Any:
@@ -405,12 +405,18 @@ def inverse_correction(gram: Any, nu: Any, lam: float, *, exact: bool) -> Any:
     """
     xp = namespace_of(gram)
     M = gram.shape[0]
-    sq_norms = xp.linalg.diagonal(gram)
     if not exact:
-        return _diag_matrix(xp, nu / (lam * lam * (M - 1) + lam * nu * sq_norms))
+        return _diag_matrix(xp, _diagonal_correction(gram, nu, lam))
     D = nu / (M - 1)
     system = lam * lam * _eye(xp, M, gram) + lam * D[:, None] * gram
     return xp.linalg.solve(system, _diag_matrix(xp, D))
+
+
+def _diagonal_correction(gram: Any, nu: Any, lam: float, sq_norms: Any = None) -> Any:
+    """The diagonal of :math:`C` in eq. ``inv-hess-approx``."""
+    if sq_norms is None:
+        sq_norms = namespace_of(gram).linalg.diagonal(gram)
+    return nu / (lam * lam * (gram.shape[0] - 1) + lam * nu * sq_norms)
 
 
 def _diag_matrix(xp: Any, v: Any) -> Any:
@@ -424,15 +430,23 @@ def newton_coefficients(gram: Any, y: Any, mu: float, lam: float, *, exact: bool
     once the Gram matrix :math:`G = U U^T` is known; see `newton_direction` for the formula.
     Costs :math:`O(M^2)` for the diagonal inverse and :math:`O(M^3)` for the exact one.
     """
-    xp = namespace_of(gram, y)
+    return newton_coefficients_from_centred(gram, centred_values(y, mu), mu, lam, exact=exact)
+
+
+def newton_coefficients_from_centred(
+    gram: Any, nu: Any, mu: float, lam: float, *, exact: bool
+) -> Any:
+    """`newton_coefficients` from the centred values ``nu`` (`centred_values`) instead of ``y``."""
     M = gram.shape[0]
-    nu = centred_values(y, mu)
-    sq_norms = xp.linalg.diagonal(gram)
+    sq_norms = namespace_of(gram).linalg.diagonal(gram)
     # u_l . g_{-l}: the gradient projected on u_l with query l left out (the self term is
     # correlated with nu_l and would bias the product).
-    loo = mu * (gram @ nu - nu * sq_norms) / (M - 2)
-    C = inverse_correction(gram, nu, lam, exact=exact)
-    return mu * nu / (lam * (M - 1)) - C @ loo
+    loo = (gram @ nu - nu * sq_norms) * (mu / (M - 2))
+    if exact:
+        correction = inverse_correction(gram, nu, lam, exact=True) @ loo
+    else:
+        correction = _diagonal_correction(gram, nu, lam, sq_norms) * loo
+    return nu * (mu / (lam * (M - 1))) - correction
 
 
 def decoupled_coefficients(

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from array_api_compat import device as _device
+import numpy as np
 
-from .._backend import SeedSource, namespace_of
+from .._backend import ArraySpace, DirectionSource, to_host_floats
 from .._options import Option, positive_real, resolve
 
 
@@ -18,7 +18,11 @@ class AskTellMethod:
     and moves the iterate. ``minimize`` drives exactly this loop; users can drive it themselves.
 
     Subclasses set ``name``, ``options`` (name -> `Option`) and implement ``_ask``, ``_tell``
-    and ``step_norm``; those that keep state across iterations also extend ``restart``.
+    and ``step_norm``; those that keep state across iterations also extend ``restart``. They
+    compute in ``self.xp`` on ``self._x`` (`ArraySpace` says why that can differ from the
+    caller's namespace) and hand out arrays through ``self.space.to_user``. Function values
+    reach ``_tell`` as a NumPy float64 array: the small per-iteration algebra stays on the
+    host.
 
     After each ``tell``, ``amplification`` is the ratio of the step's length to that of the plain
     gradient step the same values give (1 for gradient methods), and ``rejected_steps`` counts
@@ -34,31 +38,37 @@ class AskTellMethod:
     def __init__(self, x0: Any, *, rng: Any = None, **options: Any) -> None:
         """Validate ``options``, start at ``x0`` and draw directions from ``rng``.
 
-        ``rng`` may also be a `SeedSource`, shared with other method objects (the driver's
-        learning-rate search runs several from one stream).
+        ``rng`` may also be a `DirectionSource`, shared with other method objects (the
+        driver's learning-rate search runs several from one stream). ``x0`` is copied.
         """
         unknown = sorted(set(options) - set(self.options))
         if unknown:
             raise TypeError(f"{type(self).__name__}: unknown options {', '.join(unknown)}")
         for name, value in resolve(self.options, options).items():
             setattr(self, name, value)
-        self.xp = namespace_of(x0)
-        self.x = x0
+        self.space = ArraySpace(x0)
+        self.xp = self.space.xp
+        self._x = self.space.copy_in(x0)
         self.nit = 0
         self.nfev = 0
-        self.seeds = rng if isinstance(rng, SeedSource) else SeedSource(rng)
+        self.source = rng if isinstance(rng, DirectionSource) else DirectionSource(rng)
         self.amplification = 1.0
         self.rejected_steps = 0
         self._asked = None
 
     def __getstate__(self) -> dict[str, Any]:
         state = dict(self.__dict__)
-        del state["xp"]  # modules do not pickle; the namespace is found again from x
+        del state["xp"]  # modules do not pickle; the space finds the namespace again
         return state
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__dict__.update(state)
-        self.xp = namespace_of(self.x)
+        self.xp = self.space.xp
+
+    @property
+    def x(self) -> Any:
+        """The current iterate, in the caller's namespace (a view: do not write into it)."""
+        return self.space.to_user(self._x)
 
     @property
     def points_per_iteration(self) -> int:
@@ -69,24 +79,36 @@ class AskTellMethod:
         """Return the points to evaluate next, shape ``(points_per_iteration, d)``."""
         if self._asked is not None:
             raise RuntimeError("ask() was called twice without tell() in between")
-        points, self._asked = self._ask()
-        return points
+        points, asked = self._ask()
+        self._asked = (asked,)
+        return self.space.to_user(points)
 
     def tell(self, values: Any) -> None:
-        """Take the function values of the last ``ask`` and take one step."""
+        """Take the function values of the last ``ask`` and take one step.
+
+        ``values``: a one-dimensional array of any namespace, or a sequence of real numbers.
+        """
         if self._asked is None:
             raise RuntimeError("tell() needs a preceding ask()")
+        if type(values) is not np.ndarray or values.dtype != np.float64:
+            values = np.asarray(to_host_floats(values, "values"), dtype=np.float64)
         n = self.points_per_iteration
-        if tuple(values.shape) != (n,):
+        if values.shape != (n,):
             raise ValueError(f"tell() expects {n} values, got shape {tuple(values.shape)}")
-        asked, self._asked = self._asked, None
+        (asked,), self._asked = self._asked, None
         self._tell(asked, values)
         self.nit += 1
         self.nfev += n
 
+    def discard(self) -> None:
+        """Forget the last ``ask`` without a step (its values are missing); the next ``ask``
+        draws new directions."""
+        self._asked = None
+
     def restart(self, x: Any, learning_rate: float) -> None:
-        """Start afresh from ``x`` with ``learning_rate``: pending asks and kept queries go."""
-        self.x = x
+        """Start afresh from ``x`` (copied) with ``learning_rate``: pending asks and kept
+        queries go."""
+        self._x = self.space.copy_in(x)
         self.learning_rate = float(learning_rate)
         self.amplification = 1.0
         self._asked = None
@@ -102,22 +124,23 @@ class AskTellMethod:
 
     # helpers for subclasses ---------------------------------------------------------------
 
-    def _points(
-        self, center: Any, directions: Any, scale: float, *, with_center: bool = False
-    ) -> Any:
-        """Rows ``center + scale * u``, one per direction, written into one new array.
+    def _points(self, directions: Any, scale: float, *, with_center: bool = False) -> Any:
+        """Rows ``x + scale * u`` for the rows ``u`` of ``directions``, in one new array.
 
-        With ``with_center`` the first row is ``center`` itself.
+        With ``with_center`` the first row is ``x`` itself.
         """
-        first = 1 if with_center else 0
-        points = self.xp.empty(
-            (first + len(directions), center.shape[0]), dtype=center.dtype, device=_device(center)
-        )
-        if with_center:
-            points[0, :] = center
-        for i, u in enumerate(directions):
-            points[first + i, :] = center + scale * u
+        if not with_center:
+            points = directions * scale
+            points += self._x
+            return points
+        points = self.space.empty((directions.shape[0] + 1, self.space.dim))
+        points[0, ...] = self._x
+        points[1:, ...] = directions * scale + self._x
         return points
+
+    def _draw(self, n: int) -> Any:
+        """``n`` fresh directions, ``(n, d)``: the next block of the run's source."""
+        return self.source.draw(self.source.next_block(), n, self.space)
 
     def _ask(self) -> tuple[Any, Any]:
         raise NotImplementedError
@@ -141,7 +164,7 @@ class GradientStepMethod(AskTellMethod):
 
     def _move(self, direction: Any) -> None:
         self._direction = direction
-        self.x = self.x - self.learning_rate * direction
+        self._x = self._x - self.learning_rate * direction
 
     def restart(self, x: Any, learning_rate: float) -> None:
         super().restart(x, learning_rate)
@@ -157,4 +180,4 @@ class GradientStepMethod(AskTellMethod):
         """``jac``: the latest gradient estimate, for methods whose step is one."""
         if self._direction is None or not self.direction_is_gradient:
             return {}
-        return {"jac": self._direction}
+        return {"jac": self.space.to_user(self.xp.asarray(self._direction, copy=True))}

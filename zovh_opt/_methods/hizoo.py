@@ -4,8 +4,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from .._backend import gaussian_direction
-from .._history import DirectionRows
 from .._options import Option, fraction, integer_at_least
 from ._base import GradientStepMethod
 
@@ -56,35 +54,38 @@ class HiZOO(GradientStepMethod):
 
     def __init__(self, x0: Any, *, rng: Any = None, **options: Any) -> None:
         super().__init__(x0, rng=rng, **options)
-        self.hess_diag = self.xp.ones_like(x0)
+        self._hess_diag = self.xp.ones_like(self._x)
 
     def restart(self, x: Any, learning_rate: float) -> None:
         super().restart(x, learning_rate)
-        self.hess_diag = self.xp.ones_like(x)
+        self._hess_diag = self.xp.ones_like(self._x)
+
+    @property
+    def hess_diag(self) -> Any:
+        """The running diagonal Hessian estimate :math:`\\Sigma`, shape ``(d,)``."""
+        return self.space.to_user(self._hess_diag)
 
     @property
     def points_per_iteration(self) -> int:
         return 2 * self.n_directions + 1
 
     def _ask(self) -> tuple[Any, Any]:
-        seeds = self.seeds.seeds(self.n_directions)
-        rows = [gaussian_direction(s, self.x, self.seeds.native) for s in seeds]
-        scale = 1 / self.xp.sqrt(self.hess_diag)
-        scaled = [scale * u for u in rows]
+        rows = self._draw(self.n_directions)
+        scaled = rows / self.xp.sqrt(self._hess_diag)
         points = self.xp.concat(
             [
-                self._points(self.x, scaled, self.smoothing, with_center=True),
-                self._points(self.x, scaled, -self.smoothing),
+                self._points(scaled, self.smoothing, with_center=True),
+                self._points(scaled, -self.smoothing),
             ]
         )
-        return points, DirectionRows(seeds, rows, self.x, self.seeds.native)
+        return points, rows
 
     def _tell(self, rows: Any, values: Any) -> None:
         xp, K, mu = self.xp, self.n_directions, self.smoothing
         y0, y_plus, y_minus = values[0], values[1 : K + 1], values[K + 1 :]
         curvature = (y_plus - 2 * y0 + y_minus) / (2 * K) / mu / mu
-        estimate = self.hess_diag * rows.combine_squares(curvature)
+        estimate = self._hess_diag * (self.space.from_host(curvature) @ (rows * rows))
         alpha = self.hessian_smoothing
-        self.hess_diag = (1 - alpha) * self.hess_diag + alpha * xp.abs(estimate)
-        gradient = rows.combine((y_plus - y_minus) / (2 * mu * K))
-        self._move(gradient / xp.sqrt(self.hess_diag))
+        self._hess_diag = (1 - alpha) * self._hess_diag + alpha * xp.abs(estimate)
+        gradient = self.space.from_host((y_plus - y_minus) / (2 * mu * K)) @ rows
+        self._move(gradient / xp.sqrt(self._hess_diag))

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from .._backend import gaussian_direction
-from .._history import DirectionRows
 from .._options import Option, integer_at_least
 from ._base import GradientStepMethod
 
@@ -45,17 +43,13 @@ class MeZO(GradientStepMethod):
         return 2 * self.n_directions
 
     def _ask(self) -> tuple[Any, Any]:
-        seeds = self.seeds.seeds(self.n_directions)
-        rows = [gaussian_direction(s, self.x, self.seeds.native) for s in seeds]
+        rows = self._draw(self.n_directions)
         points = self.xp.concat(
-            [
-                self._points(self.x, rows, self.smoothing),
-                self._points(self.x, rows, -self.smoothing),
-            ]
+            [self._points(rows, self.smoothing), self._points(rows, -self.smoothing)]
         )
-        return points, DirectionRows(seeds, rows, self.x, self.seeds.native)
+        return points, rows
 
     def _tell(self, rows: Any, values: Any) -> None:
         K = self.n_directions
         coef = (values[:K] - values[K:]) / (2 * self.smoothing * K)
-        self._move(rows.combine(coef))
+        self._move(self.space.from_host(coef) @ rows)

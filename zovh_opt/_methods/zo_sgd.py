@@ -4,8 +4,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from .._backend import gaussian_direction
-from .._history import DirectionRows
 from .._options import Option, integer_at_least
 from ._base import GradientStepMethod
 
@@ -46,11 +44,9 @@ class ZOSGD(GradientStepMethod):
         return self.n_directions + 1
 
     def _ask(self) -> tuple[Any, Any]:
-        seeds = self.seeds.seeds(self.n_directions)
-        rows = [gaussian_direction(s, self.x, self.seeds.native) for s in seeds]
-        points = self._points(self.x, rows, self.smoothing, with_center=True)
-        return points, DirectionRows(seeds, rows, self.x, self.seeds.native)
+        rows = self._draw(self.n_directions)
+        return self._points(rows, self.smoothing, with_center=True), rows
 
     def _tell(self, rows: Any, values: Any) -> None:
         coef = (values[1:] - values[0]) / (self.smoothing * self.n_directions)
-        self._move(rows.combine(coef))
+        self._move(self.space.from_host(coef) @ rows)

@@ -50,30 +50,33 @@ class ZOAR(GradientStepMethod):
                 "zoar needs n_directions * history >= 2 queries for the averaged baseline, got "
                 f"{self.n_directions} * {self.history}"
             )
-        self._new_history(x0)
-
-    def _new_history(self, x: Any) -> None:
         self.queries = QueryHistory(
-            x, self.history, self.directions, self.seeds.native, track_gram=False
+            self.space,
+            self.source,
+            self.history,
+            self.n_directions,
+            self.directions,
+            track_gram=False,
         )
 
     def restart(self, x: Any, learning_rate: float) -> None:
         super().restart(x, learning_rate)
-        self._new_history(x)
+        self.queries.clear()
+
+    def discard(self) -> None:
+        super().discard()
+        self.queries.discard()
 
     @property
     def points_per_iteration(self) -> int:
         return self.n_directions
 
     def _ask(self) -> tuple[Any, Any]:
-        rows = self.queries.new_rows(self.seeds.seeds(self.n_directions))
-        return self._points(self.x, rows, self.smoothing), rows
+        return self._points(self.queries.new_block(), self.smoothing), None
 
     def _tell(self, rows: Any, values: Any) -> None:
-        self.queries.push(rows, values)
-        y, mu = self.queries.values, self.smoothing
+        self.queries.push(values)
+        y, mu = self.queries.values(), self.smoothing
         if y.shape[0] < 2:  # K = 1: the first iteration has no baseline to compare with
             return
-        self._move(
-            self.queries.rows().combine(mu * estimators.centred_values(y, mu) / (y.shape[0] - 1))
-        )
+        self._move(self.queries.combine(mu * estimators.centred_values(y, mu) / (y.shape[0] - 1)))

@@ -5,11 +5,10 @@ from __future__ import annotations
 import warnings
 from typing import Any
 
-from array_api_compat import device as _device
+import numpy as np
 from scipy.optimize import OptimizeWarning
 
 from .. import estimators
-from .._backend import to_host_floats
 from .._history import STORAGES, QueryHistory
 from .._options import Option, integer_at_least, one_of, positive_real
 from ._base import AskTellMethod
@@ -79,11 +78,13 @@ class ZoVH(AskTellMethod):
                 f"divides by M - 2), got {self.n_directions}"
             )
         self._exact = self.inverse == "exact"
-        self.queries = QueryHistory(x0, self.history, self.directions, self.seeds.native)
+        self.queries = QueryHistory(
+            self.space, self.source, self.history, self.points_per_iteration, self.directions
+        )
         self._step_sq = None  # |p|^2 of the latest step taken
         self.rejected_steps = 0
         M = self.history * self.n_directions
-        d = x0.shape[0]
+        d = self.space.dim
         if not self._exact and d < 2 * M:
             warnings.warn(
                 f"ZoVH's diagonal inverse needs d >> history * n_directions, here d={d} and "
@@ -95,8 +96,12 @@ class ZoVH(AskTellMethod):
 
     def restart(self, x: Any, learning_rate: float) -> None:
         super().restart(x, learning_rate)
-        self.queries = QueryHistory(x, self.history, self.directions, self.seeds.native)
+        self.queries.clear()
         self._step_sq = None
+
+    def discard(self) -> None:
+        super().discard()
+        self.queries.discard()
 
     @property
     def step_norm(self) -> float:
@@ -110,78 +115,68 @@ class ZoVH(AskTellMethod):
         return self.n_directions * (2 if self.product == "decoupled" else 1)
 
     def _ask(self) -> tuple[Any, Any]:
-        rows = self.queries.new_rows(self.seeds.seeds(self.points_per_iteration))
-        return self._points(self.x, rows, self.smoothing), rows
+        return self._points(self.queries.new_block(), self.smoothing), None
 
     def _tell(self, rows: Any, values: Any) -> None:
-        self.queries.push(rows, values)
-        c, plain = self._step_coefficients()
-        gram = self.queries.gram
+        self.queries.push(values)
+        gram = self.queries.gram()
+        c, plain = self._step_coefficients(gram, self.queries.values())
         # |p| / |g / lam| from the Gram matrix: (H + lam I)^-1 never lengthens g / lam when the
         # curvature estimate is positive, so a large ratio means a Woodbury denominator near 0
-        step_sq, plain_sq = to_host_floats(
-            self.xp.stack([c @ gram @ c, plain @ gram @ plain]), "squared step lengths"
-        )  # one device-to-host copy per iteration
+        step_sq, plain_sq = float(c @ gram @ c), float(plain @ gram @ plain)
         self.amplification = (step_sq / plain_sq) ** 0.5 if plain_sq > 0 else 1.0
         if self.amplification > self.max_amplification:
             self.rejected_steps += 1
             self._step_sq = None
             return
         self._step_sq = step_sq
-        self.x = self.x - self.learning_rate * self.queries.rows().combine(c)
+        step = self.queries.combine(c)
+        step *= -self.learning_rate  # x - lr * p, bit for bit, without a second temporary
+        step += self._x
+        self._x = step
 
-    def _step_coefficients(self) -> tuple[Any, Any]:
+    def _step_coefficients(self, gram: np.ndarray, y: np.ndarray) -> tuple[Any, Any]:
         """Coefficients of the step in the kept directions, in history order, and those of the
-        plain gradient step ``g / lambda`` from the same values."""
-        xp = self.xp
-        gram, y = self.queries.gram, self.queries.values
+        plain gradient step ``g / lambda`` from the same values (host float64)."""
         mu, lam = self.smoothing, self.regularization
         if self.product == "shared":
-            plain = mu * estimators.centred_values(y, mu) / (lam * (y.shape[0] - 1))
-            return estimators.newton_coefficients(gram, y, mu, lam, exact=self._exact), plain
+            nu = estimators.centred_values(y, mu)
+            c = estimators.newton_coefficients_from_centred(gram, nu, mu, lam, exact=self._exact)
+            return c, nu * (mu / (lam * (y.shape[0] - 1)))
         hess, grad = self._roles()
-        order = self._index(hess + grad)
+        order = np.concatenate([hess, grad])
         c = estimators.decoupled_coefficients(
-            xp.take(xp.take(gram, order, axis=0), order, axis=1),
-            xp.take(y, order[: len(hess)]),
-            xp.take(y, order[len(hess) :]),
-            mu,
-            lam,
-            exact=self._exact,
+            gram[np.ix_(order, order)], y[hess], y[grad], mu, lam, exact=self._exact
         )
-        plain = xp.concat([xp.zeros_like(c[: len(hess)]), c[len(hess) :]])
-        back = xp.argsort(order)
-        return xp.take(c, back), xp.take(plain, back)
+        plain = np.concatenate([np.zeros(len(hess)), c[len(hess) :]])
+        back = np.argsort(order)
+        return c[back], plain[back]
 
-    def _roles(self) -> tuple[list[int], list[int]]:
+    def _roles(self) -> tuple[np.ndarray, np.ndarray]:
         """History positions of the Hessian and of the gradient directions (decoupled)."""
         K, M = self.n_directions, len(self.queries)
+        every = np.arange(M)
         if self.product == "shared":
-            return list(range(M)), list(range(M))
-        return [i for i in range(M) if i % (2 * K) < K], [i for i in range(M) if i % (2 * K) >= K]
-
-    def _index(self, positions: list[int]) -> Any:
-        return self.xp.asarray(positions, device=_device(self.x))
+            return every, every
+        return every[every % (2 * K) < K], every[every % (2 * K) >= K]
 
     def estimates(self) -> dict[str, Any]:
         """``jac``: gradient estimate (eq. ``grad-est-zoar``); ``hess_inv``: the inverse operator.
 
-        Both come from the queries in the history; ``hess_inv`` keeps its own reference to them.
+        Both come from the queries in the history. ``hess_inv`` keeps the block numbers of its
+        directions and draws them again when applied, so it stays valid as the run goes on.
         """
         if len(self.queries) == 0:
             return {}
-        xp, mu, lam = self.xp, self.smoothing, self.regularization
-        rows, y = self.queries.rows(), self.queries.values
+        mu, lam = self.smoothing, self.regularization
+        y, gram = self.queries.values(), self.queries.gram()
         hess, grad = self._roles()
-        h, g = self._index(hess), self._index(grad)
-        y_grad = xp.take(y, g)
-        jac = rows.select(grad).combine(
-            mu * estimators.centred_values(y_grad, mu) / (len(grad) - 1)
-        )
-        gram = xp.take(xp.take(self.queries.gram, h, axis=0), h, axis=1)
-        nu = estimators.centred_values(xp.take(y, h), mu)
-        C = estimators.inverse_correction(gram, nu, lam, exact=self._exact)
-        return {
-            "jac": jac,
-            "hess_inv": estimators.InverseHessianOperator(rows.select(hess), C, lam),
-        }
+        coef = np.zeros(y.shape[0])
+        coef[grad] = mu * estimators.centred_values(y[grad], mu) / (len(grad) - 1)
+        jac = self.space.to_user(self.queries.combine(coef))
+        nu = estimators.centred_values(y[hess], mu)
+        C = estimators.inverse_correction(gram[np.ix_(hess, hess)], nu, lam, exact=self._exact)
+        K = self.n_directions
+        rows = self.queries.snapshot(slice(0, K) if self.product == "decoupled" else slice(None))
+        correction = self.space.to_user(self.space.from_host(C))
+        return {"jac": jac, "hess_inv": estimators.InverseHessianOperator(rows, correction, lam)}

@@ -1,16 +1,32 @@
-"""Per-iteration cost of the ZoVH optimizer itself, the objective excluded.
+"""The optimizer's own cost per iteration, the objective excluded, against an honest floor.
 
-For each dimension, history length, dtype and direction storage the table gives the time of one
-``ask`` + ``tell`` of `zovh_opt.ZoVH` on a full history, beside the floor any K-direction
-zeroth-order method pays (draw K directions, form the K query points, apply one update), their
-ratio, and (NumPy only) the peak memory the optimizer allocates beyond ``x`` during an
-iteration, measured with ``tracemalloc``.
+Three tables:
+
+1. **Step.** For each dimension, history length, dtype and direction storage: the median time
+   of one ``ask`` + ``tell`` of `zovh_opt.ZoVH` on a full history, and of one iteration of
+   `zovh_opt.Optimizer` (the driver around it), beside the floor that any K-direction
+   zeroth-order method pays, written in plain NumPy: draw K Gaussian directions with
+   ``numpy.random.default_rng`` in one call, form the K query points, apply one update. Floor
+   and step are timed interleaved (floor, step, floor, step, ...) so that both see the same
+   machine state, and the medians are compared. On NumPy also the peak memory the optimizer
+   allocates beyond its iterate during an iteration (``tracemalloc``), in units of ``d``
+   floats.
+2. **Fixed cost.** An affine fit ``a + b d`` of the driver's time per iteration over the
+   dimensions up to 1e4: ``a`` is what every iteration costs whatever ``d``.
+3. **Per evaluation, against peers.** On a sphere at each ``--peer-dims`` dimension, the time
+   each solver spends outside the objective per function evaluation, measured in the same run:
+   ``zovh_opt.minimize`` (defaults, a fixed budget), pycma's sep-CMA-ES (``CMA_diagonal``) and
+   SciPy's L-BFGS-B with finite differences.
+
+Everything runs in one thread: run it with ``OMP_NUM_THREADS=1`` (the command line in the
+docs does), or the BLAS pools of NumPy and PyTorch add their own noise.
 """
 
 from __future__ import annotations
 
 import argparse
 import platform
+import statistics
 import time
 import tracemalloc
 from collections.abc import Callable
@@ -18,27 +34,30 @@ from typing import Any
 
 import numpy as np
 
-from .._backend import SeedSource, gaussian_direction
 from .._methods import ZoVH
+from .._optimizer import Optimizer
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--dims", type=float, nargs="+", default=[1e4, 1e5, 1e6])
+    parser.add_argument("--dims", type=float, nargs="+", default=[10, 100, 1e3, 1e4, 1e5, 1e6])
     parser.add_argument("--history", type=int, nargs="+", default=[1, 4])
-    parser.add_argument("--dtypes", nargs="+", default=["float32", "float64"])
+    parser.add_argument("--dtypes", nargs="+", default=["float64", "float32"])
     parser.add_argument("--storage", nargs="+", default=["vectors", "seeds"])
     parser.add_argument("--directions", type=int, default=3, help="K")
-    parser.add_argument("--repeat", type=int, default=10, help="timed iterations per row")
-    parser.add_argument("--backend", choices=["numpy", "torch", "cupy"], default="numpy")
-    parser.add_argument("--device", default="cpu", help="torch device, e.g. cuda")
+    parser.add_argument("--repeat", type=int, default=0, help="timed pairs per row (0: by d)")
+    parser.add_argument(
+        "--backends", nargs="+", default=["numpy"], help="numpy, torch (CPU), torch-cuda, cupy"
+    )
+    parser.add_argument("--peer-dims", type=int, nargs="*", default=[40, 320])
+    parser.add_argument("--peer-evaluations", type=int, default=6000)
 
 
-def _backend(name: str, device: str) -> tuple[Callable[[np.ndarray], Any], Callable[[], None]]:
+def _backend(name: str) -> tuple[Callable[[np.ndarray], Any], Callable[[], None]]:
     """Return (to_backend, synchronize)."""
-    if name == "torch":
+    if name.startswith("torch"):
         import torch
 
-        dev = torch.device(device)
+        dev = torch.device("cuda" if name == "torch-cuda" else "cpu")
         sync = torch.cuda.synchronize if dev.type == "cuda" else (lambda: None)
         return (lambda a: torch.asarray(a, device=dev)), sync
     if name == "cupy":
@@ -48,87 +67,219 @@ def _backend(name: str, device: str) -> tuple[Callable[[np.ndarray], Any], Calla
     return (lambda a: a), (lambda: None)
 
 
-def _timed(fn: Callable[[], Any], sync: Callable[[], None], repeat: int) -> float:
-    fn()
-    sync()
-    best = float("inf")
-    for _ in range(repeat):
-        start = time.perf_counter()
-        fn()
-        sync()
-        best = min(best, time.perf_counter() - start)
-    return best
+def _floor(d: int, K: int, dtype: str) -> Callable[[], Any]:
+    """Plain NumPy: K Gaussian directions in one call, K query points, one axpy."""
+    rng = np.random.default_rng(0)
+    state = {"x": rng.standard_normal(d).astype(dtype)}
 
-
-def _floor(x: Any, K: int) -> Callable[[], Any]:
-    """Draw K directions, form the K query points and apply one update: the unavoidable work.
-
-    Uses the optimizer's own primitives, so the ratio measures only what ZoVH adds.
-    """
-    opt = ZoVH(x, rng=0, n_directions=K, history=1)
-    seeds = SeedSource(0)
-
-    def work() -> Any:
-        rows = [gaussian_direction(s, x, seeds.native) for s in seeds.seeds(K)]
-        points = opt._points(x, rows, 0.1)
+    def work() -> None:
+        U = rng.standard_normal((K, d), dtype=np.dtype(dtype))
+        points = state["x"] + 0.1 * U
         del points
-        return x - 1e-3 * rows[0]
+        state["x"] = state["x"] - 1e-3 * U[0]
 
     return work
 
 
-def _zovh_step(x: Any, K: int, N: int, storage: str, to_backend: Callable) -> Callable[[], Any]:
-    """One ask + tell on a full history; the values are fixed random numbers."""
+def _method_step(x: Any, K: int, N: int, storage: str) -> Callable[[], None]:
+    """One ask + tell of ZoVH on a full history; the values are fixed random numbers."""
     opt = ZoVH(x, rng=0, n_directions=K, history=N, directions=storage, learning_rate=1e-12)
-    values = to_backend(
-        np.random.default_rng(1).standard_normal(K).astype(str(x.dtype).split(".")[-1])
-    )
+    values = np.random.default_rng(1).standard_normal(K)
 
     def step() -> None:
-        points = opt.ask()
-        del points  # the caller would evaluate them, then let them go
+        opt.ask()
         opt.tell(values)
 
-    for _ in range(N):
+    for _ in range(N + 1):
         step()
     return step
 
 
-def _peak_extra_bytes(x: Any, K: int, N: int, storage: str) -> int:
-    """Peak memory the optimizer holds beyond ``x`` during a steady-state step (NumPy)."""
+def _driver_step(x: Any, K: int, N: int, storage: str) -> Callable[[], None]:
+    """One ask + tell of the Optimizer around ZoVH (budgets, best point, trace...)."""
+    options = {"learning_rate": 1e-12, "history": N, "directions": storage, "maxiter": 10**9}
+    opt = Optimizer(x, options=options, rng=0)
+    values = list(np.random.default_rng(1).standard_normal(K))
+
+    def step() -> None:
+        opt.ask()
+        opt.tell(values)
+
+    for _ in range(N + 1):
+        step()
+    return step
+
+
+def _interleaved(fns: list[Callable[[], None]], sync: Callable[[], None], repeat: int) -> list:
+    """Median seconds of each of ``fns``, timed in turn ``repeat`` times."""
+    times: list[list[float]] = [[] for _ in fns]
+    for fn in fns:
+        fn()
+    sync()
+    for _ in range(repeat):
+        for i, fn in enumerate(fns):
+            start = time.perf_counter()
+            fn()
+            sync()
+            times[i].append(time.perf_counter() - start)
+    return [statistics.median(t) for t in times]
+
+
+def _peak_extra(d: int, K: int, N: int, storage: str, dtype: str) -> float:
+    """Peak bytes the optimizer holds beyond ``x`` during a steady-state iteration of the
+    driver, in units of ``d`` floats (NumPy)."""
+    x = np.random.default_rng(0).standard_normal(d).astype(dtype)
     tracemalloc.start()
-    base = tracemalloc.get_traced_memory()[0]
-    step = _zovh_step(x, K, N, storage, lambda a: a)
+    step = _driver_step(x, K, N, storage)
     tracemalloc.reset_peak()
     step()
-    peak = tracemalloc.get_traced_memory()[1] - base
+    peak = tracemalloc.get_traced_memory()[1]
     tracemalloc.stop()
-    return peak - x.nbytes  # the optimizer's own iterate stands in for the caller's x
+    return peak / x.nbytes - 1
+
+
+def _repeat(d: int, requested: int) -> int:
+    if requested:
+        return requested
+    return 400 if d <= 1e3 else 100 if d <= 1e4 else 30 if d <= 1e5 else 9
+
+
+def step_table(args: argparse.Namespace) -> list[tuple]:
+    K = args.directions
+    rows = []
+    print(
+        "| backend | d | N | dtype | storage | method us/it | driver us/it | floor us/it "
+        "| driver / floor | peak extra (d floats) |"
+    )
+    print("|---|---:|---:|---|---|---:|---:|---:|---:|---:|")
+    for backend in args.backends:
+        to_backend, sync = _backend(backend)
+        for d in (int(v) for v in args.dims):
+            for N in args.history:
+                for dtype in args.dtypes:
+                    x = to_backend(np.random.default_rng(0).standard_normal(d).astype(dtype))
+                    for storage in args.storage:
+                        fns = [
+                            _floor(d, K, dtype),
+                            _method_step(x, K, N, storage),
+                            _driver_step(x, K, N, storage),
+                        ]
+                        floor, method, driver = _interleaved(fns, sync, _repeat(d, args.repeat))
+                        peak = (
+                            f"{_peak_extra(d, K, N, storage, dtype):.1f}"
+                            if backend == "numpy" and d >= 1e4
+                            else ""
+                        )
+                        rows.append((backend, d, N, dtype, storage, method, driver, floor))
+                        print(
+                            f"| {backend} | {d:.0e} | {N} | {dtype} | {storage} | "
+                            f"{1e6 * method:.1f} | {1e6 * driver:.1f} | {1e6 * floor:.1f} | "
+                            f"{driver / floor:.2f} | {peak} |",
+                            flush=True,
+                        )
+    return rows
+
+
+def fixed_cost_table(rows: list[tuple]) -> None:
+    print()
+    print("| backend | N | dtype | storage | fixed us/it (a) | ns per d (b) |")
+    print("|---|---:|---|---|---:|---:|")
+    groups: dict[tuple, list[tuple[int, float]]] = {}
+    for backend, d, N, dtype, storage, _, driver, _ in rows:
+        if d <= 1e4:
+            groups.setdefault((backend, N, dtype, storage), []).append((d, driver))
+    for (backend, N, dtype, storage), points in groups.items():
+        if len(points) < 2:
+            continue
+        ds, ts = np.array([p[0] for p in points], float), np.array([p[1] for p in points])
+        b, a = np.polyfit(ds, ts, 1)
+        print(f"| {backend} | {N} | {dtype} | {storage} | {1e6 * a:.1f} | {1e9 * b:.1f} |")
+
+
+class _TimedSphere:
+    """The sphere, timing its own calls so that the solver's share can be separated."""
+
+    def __init__(self) -> None:
+        self.seconds, self.calls = 0.0, 0
+
+    def __call__(self, x: np.ndarray) -> float:
+        start = time.perf_counter()
+        value = float(x @ x)
+        self.seconds += time.perf_counter() - start
+        self.calls += 1
+        return value
+
+
+def _own_cost(run: Callable[[Callable], None]) -> float:
+    f = _TimedSphere()
+    start = time.perf_counter()
+    run(f)
+    total = time.perf_counter() - start
+    return (total - f.seconds) / f.calls
+
+
+def peer_table(args: argparse.Namespace) -> None:
+    import cma
+    from scipy.optimize import minimize as scipy_minimize
+
+    from .._minimize import minimize
+
+    budget = args.peer_evaluations
+    print()
+    print(f"| d | solver | own us per evaluation (sphere, {budget} evaluations) |")
+    print("|---:|---|---:|")
+    for d in args.peer_dims:
+        x0 = np.random.default_rng(0).standard_normal(d)
+
+        def zovh(f: Callable, x0: np.ndarray = x0) -> None:
+            minimize(f, x0, rng=0, options={"maxfev": budget, "maxiter": budget})
+
+        def sep_cma(f: Callable, x0: np.ndarray = x0) -> None:
+            options = {
+                "CMA_diagonal": True,
+                "maxfevals": budget,
+                "verbose": -9,
+                "seed": 1,
+                "tolfun": 0,
+                "tolx": 0,
+                "tolfunhist": 0,
+                "tolstagnation": 10**9,
+            }
+            es = cma.CMAEvolutionStrategy(x0, 1.0, options)
+            while not es.stop():
+                X = es.ask()
+                es.tell(X, [f(x) for x in X])
+
+        def lbfgsb(f: Callable, x0: np.ndarray = x0) -> None:
+            scipy_minimize(
+                f,
+                x0,
+                method="L-BFGS-B",
+                options={"maxfun": budget, "ftol": 0, "gtol": 0, "maxiter": budget},
+            )
+
+        for name, run in (("zovh", zovh), ("sep-CMA-ES", sep_cma), ("L-BFGS-B (FD)", lbfgsb)):
+            costs = [_own_cost(run) for _ in range(3)]
+            print(f"| {d} | {name} | {1e6 * statistics.median(costs):.1f} |", flush=True)
 
 
 def run(args: argparse.Namespace) -> int:
-    to_backend, sync = _backend(args.backend, args.device)
+    import threadpoolctl
+
     K = args.directions
-    print(f"# step benchmark: {args.backend} ({args.device}), K = {K}, best of {args.repeat}")
-    print(f"# numpy {np.__version__}, python {platform.python_version()}, {platform.machine()}")
+    print(f"# step benchmark: K = {K}, medians of interleaved repeats, one thread")
+    print(
+        f"# numpy {np.__version__}, python {platform.python_version()}, {platform.machine()}, "
+        f"{platform.processor() or 'unknown processor'}"
+    )
     print()
-    print("| d | N | dtype | storage | optimizer ms/it | floor ms/it | ratio | peak extra MB |")
-    print("|---:|---:|---|---|---:|---:|---:|---:|")
-    for d in (int(v) for v in args.dims):
-        for N in args.history:
-            for dtype in args.dtypes:
-                x = to_backend(np.random.default_rng(0).standard_normal(d).astype(dtype))
-                floor = _timed(_floor(x, K), sync, args.repeat)
-                for storage in args.storage:
-                    step = _zovh_step(x, K, N, storage, to_backend)
-                    t = _timed(step, sync, args.repeat)
-                    if args.backend == "numpy":
-                        peak = f"{_peak_extra_bytes(x, K, N, storage) / 2**20:.1f}"
-                    else:
-                        peak = "n/a"
-                    print(
-                        f"| {d:.0e} | {N} | {dtype} | {storage} | {1e3 * t:.2f} | "
-                        f"{1e3 * floor:.2f} | {t / floor:.2f} | {peak} |",
-                        flush=True,
-                    )
+    with threadpoolctl.threadpool_limits(1):
+        if any(b.startswith("torch") for b in args.backends):
+            import torch
+
+            torch.set_num_threads(1)
+        rows = step_table(args)
+        fixed_cost_table(rows)
+        if args.peer_dims:
+            peer_table(args)
     return 0

@@ -1,0 +1,146 @@
+"""The query history as a ring buffer and the counter-based directions (the overhead issue)."""
+
+from __future__ import annotations
+
+import tracemalloc
+
+import numpy as np
+import pytest
+
+import zovh_opt
+from zovh_opt import ZOAR, ZoVH
+from zovh_opt._backend import ArraySpace, DirectionSource
+from zovh_opt.problems import rosenbrock
+
+
+def test_a_block_is_the_same_bits_whenever_and_wherever_it_is_drawn():
+    space = ArraySpace(np.zeros(1001))
+    a, b = DirectionSource(7), DirectionSource(7)
+    first = [a.draw(k, 3, space) for k in range(5)]
+    later = [b.draw(k, 3, space) for k in reversed(range(5))][::-1]  # other order
+    for u, v in zip(first, later, strict=True):
+        assert np.array_equal(u, v)
+    into = np.empty((3, 1001))
+    assert b.draw(3, 3, space, out=into) is into and np.array_equal(into, first[3])
+    assert not np.array_equal(first[0], first[1])
+    assert not np.array_equal(first[0], DirectionSource(8).draw(0, 3, space))
+
+
+def test_blocks_are_standard_normal():
+    """Mean, variance and correlation of adjacent blocks within 5 standard errors."""
+    space = ArraySpace(np.zeros(20000))
+    source = DirectionSource(0)
+    U = np.concatenate([source.draw(k, 5, space) for k in range(20)])  # 2e6 numbers
+    n = U.size
+    assert abs(U.mean()) < 5 / np.sqrt(n)
+    assert abs(U.var() - 1) < 5 * np.sqrt(2 / n)
+    rows = U.shape[0]
+    corr = np.mean(U[:-1] * U[1:])  # adjacent rows, also across block boundaries
+    assert abs(corr) < 5 / np.sqrt(n * (rows - 1) / rows)
+
+
+@pytest.mark.parametrize("storage", ["vectors", "seeds"])
+@pytest.mark.parametrize("product", ["shared", "decoupled"])
+def test_the_host_gram_matrix_is_that_of_the_kept_directions(storage, product):
+    """After every iteration, G equals U U^T of the history's directions, drawn again
+    independently from their block numbers, and the values are the last N iterations'."""
+    d, N = 300, 3
+    opt = ZoVH(
+        np.zeros(d), rng=5, history=N, directions=storage, product=product, learning_rate=1e-9
+    )
+    told = []
+    w = opt.points_per_iteration
+    for _ in range(7):
+        values = np.random.default_rng(len(told)).standard_normal(w)
+        opt.ask()
+        opt.tell(values)
+        told.append(values)
+        source = DirectionSource.__new__(DirectionSource)
+        source.__setstate__(opt.source.get_state())
+        U = np.concatenate([source.draw(b, w, opt.space) for b in opt.queries.blocks])
+        np.testing.assert_allclose(opt.queries.gram(), U @ U.T, rtol=1e-12, atol=1e-9)
+        np.testing.assert_array_equal(opt.queries.values(), np.concatenate(told[-N:]))
+
+
+@pytest.mark.parametrize("d", [7, 64, 1000, 4099])
+@pytest.mark.parametrize(
+    "method, options",
+    [
+        ("zovh", {"history": 4}),
+        ("zovh", {"history": 2, "product": "decoupled"}),
+        ("zovh", {"history": 3, "inverse": "exact"}),
+        ("zoar", {"history": 4}),
+    ],
+)
+def test_seeds_and_vectors_storage_are_bit_identical(d, method, options):
+    x0 = np.random.default_rng(0).standard_normal(d)
+    opts = {"maxiter": 25, "learning_rate": 1e-6, **options}
+    a = zovh_opt.minimize(
+        rosenbrock, x0, method=method, rng=3, options={**opts, "directions": "vectors"}
+    )
+    b = zovh_opt.minimize(
+        rosenbrock, x0, method=method, rng=3, options={**opts, "directions": "seeds"}
+    )
+    assert np.array_equal(a.x, b.x) and a.fun == b.fun and a.trace == b.trace
+
+
+def test_a_discarded_ask_drops_the_overwritten_block_in_both_storages():
+    runs = {}
+    for storage in ("vectors", "seeds"):
+        opt = ZOAR(np.ones(50), rng=1, history=2, directions=storage, learning_rate=1e-3)
+        for i in range(6):
+            points = opt.ask()
+            if i == 3:
+                opt.discard()
+                continue
+            opt.tell(rosenbrock(points))
+        runs[storage] = (opt.queries.blocks, np.array(opt.x))
+    assert runs["vectors"][0] == runs["seeds"][0]
+    assert np.array_equal(runs["vectors"][1], runs["seeds"][1])
+
+
+@pytest.mark.parametrize("method", sorted(zovh_opt.METHODS))
+def test_every_method_keeps_a_non_default_device(method):
+    """array-api-strict's second device stands in for a GPU: nothing may fall back to the
+    default device (the 0.1.0 directions did, and every method failed on its first ask)."""
+    xps = pytest.importorskip("array_api_strict")
+    device = xps.Device("device1")
+    x0 = xps.asarray(np.linspace(-1, 1, 40), device=device)
+    seen = []
+
+    def fun(x):
+        seen.append(x.device)
+        return float(xps.sum(x * x))
+
+    res = zovh_opt.minimize(
+        fun, x0, method=method, rng=0, options={"maxiter": 6, "learning_rate": 1e-3}
+    )
+    assert seen and all(dev == device for dev in seen)
+    assert res.x.device == device and res.nit == 6
+    if "jac" in res:
+        assert res.jac.device == device
+
+
+def test_steady_state_memory_of_an_iteration():
+    """Through the driver, a run holds at most (N K + K + 3) d floats beyond the caller's x0 at
+    any moment of a steady-state iteration: the ring of directions, the query points, the
+    iterate, the best point and the anchor (tracemalloc counts NumPy's allocations exactly)."""
+    d, N, K = 100_000, 4, 3
+    x0 = np.random.default_rng(0).standard_normal(d)
+
+    def values(points):
+        return [float(points[i] @ points[i]) for i in range(points.shape[0])]  # no d-arrays
+
+    tracemalloc.start()
+    opt = zovh_opt.Optimizer(x0, rng=0, options={"learning_rate": 1e-9, "maxiter": 100})
+    for _ in range(N + 2):
+        opt.tell(values(opt.ask()))
+    held = tracemalloc.get_traced_memory()[0] / x0.nbytes
+    tracemalloc.reset_peak()
+    for _ in range(3):
+        opt.tell(values(opt.ask()))
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    assert held > N * K  # the ring is counted...
+    bound = (N * K + K + 3) * x0.nbytes + 64 * 1024  # plus small objects (trace, Gram...)
+    assert peak <= bound, peak / x0.nbytes  # ...and the peak stays within the bound
