@@ -124,9 +124,11 @@ def minimize(
         Diagonal-Gram approximation (eq. ``inv-hess-approx``) or exact Woodbury inverse (eq.
         ``inv-hess-exact``) through an ``M x M`` solve.
     directions : {"vectors", "seeds"}, default "vectors" (``"zovh"``, ``"zoar"``)
-        Keep the ``N K`` history directions in memory, or only their seeds and regenerate them
-        (memory ``O(N K)`` numbers beyond a few vectors, at the price of regenerating them
-        twice per iteration). Both give bit-identical runs.
+        Keep the ``N K`` history directions in one ``(N K, d)`` ring buffer, or only the block
+        numbers of the run's counter-based generator and draw them again when needed
+        (``O(N K)`` numbers plus the ``K`` directions of the current iteration, at the price of
+        drawing the ``(N - 1) K`` older ones twice per iteration). Both give bit-identical
+        runs.
     maxiter : int, default 1000
         Maximum number of iterations.
     maxfev : int, optional
