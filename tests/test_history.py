@@ -144,3 +144,36 @@ def test_steady_state_memory_of_an_iteration():
     assert held > N * K  # the ring is counted...
     bound = (N * K + K + 3) * x0.nbytes + 64 * 1024  # plus small objects (trace, Gram...)
     assert peak <= bound, peak / x0.nbytes  # ...and the peak stays within the bound
+
+
+def test_step_benchmark_prints_its_tables(capsys):
+    """The command behind the performance page runs and fills every column (no timing is
+    asserted: speed claims live in the benchmark's output, not in tests)."""
+    import argparse
+
+    from zovh_opt.benchmarks import step
+
+    parser = argparse.ArgumentParser()
+    step.add_arguments(parser)
+    args = parser.parse_args(
+        [
+            "--dims",
+            "10",
+            "100",
+            "20000",
+            "--history",
+            "2",
+            "--dtypes",
+            "float64",
+            "--repeat",
+            "2",
+            "--peer-dims",
+        ]
+    )
+    assert step.run(args) == 0
+    rows = [line for line in capsys.readouterr().out.splitlines() if line.startswith("| numpy")]
+    assert len(rows) == 3 * 2 + 2  # (d, storage) rows, then one fixed-cost row per storage
+    for row in rows[:6]:
+        cells = [c.strip() for c in row.strip("|").split("|")]
+        assert all(float(c) > 0 for c in cells[5:9])
+    assert all(float(row.split("|")[-2]) > 0 for row in rows[4:6])  # peak memory at d = 2e4

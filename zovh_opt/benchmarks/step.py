@@ -81,33 +81,29 @@ def _floor(d: int, K: int, dtype: str) -> Callable[[], Any]:
     return work
 
 
-def _method_step(x: Any, K: int, N: int, storage: str) -> Callable[[], None]:
-    """One ask + tell of ZoVH on a full history; the values are fixed random numbers."""
-    opt = ZoVH(x, rng=0, n_directions=K, history=N, directions=storage, learning_rate=1e-12)
-    values = np.random.default_rng(1).standard_normal(K)
+def _stepper(opt: Any, values: Any, warmup: int) -> Callable[[], None]:
+    """One ask + tell of ``opt`` with fixed ``values``, after ``warmup`` of them."""
 
     def step() -> None:
         opt.ask()
         opt.tell(values)
 
-    for _ in range(N + 1):
+    for _ in range(warmup):
         step()
     return step
+
+
+def _method_step(x: Any, K: int, N: int, storage: str) -> Callable[[], None]:
+    """One ask + tell of ZoVH on a full history; the values are fixed random numbers."""
+    opt = ZoVH(x, rng=0, n_directions=K, history=N, directions=storage, learning_rate=1e-12)
+    return _stepper(opt, np.random.default_rng(1).standard_normal(K), N + 1)
 
 
 def _driver_step(x: Any, K: int, N: int, storage: str) -> Callable[[], None]:
     """One ask + tell of the Optimizer around ZoVH (budgets, best point, trace...)."""
     options = {"learning_rate": 1e-12, "history": N, "directions": storage, "maxiter": 10**9}
     opt = Optimizer(x, options=options, rng=0)
-    values = list(np.random.default_rng(1).standard_normal(K))
-
-    def step() -> None:
-        opt.ask()
-        opt.tell(values)
-
-    for _ in range(N + 1):
-        step()
-    return step
+    return _stepper(opt, list(np.random.default_rng(1).standard_normal(K)), N + 1)
 
 
 def _interleaved(fns: list[Callable[[], None]], sync: Callable[[], None], repeat: int) -> list:
