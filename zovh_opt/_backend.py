@@ -35,6 +35,7 @@ __all__ = [
     "as_array",
     "gaussian_direction",
     "namespace_of",
+    "to_numpy",
     "real_scalar",
     "to_host_floats",
 ]
@@ -64,10 +65,28 @@ def namespace_of(*arrays: Any) -> Any:
 
 
 def as_array(x: Any) -> Any:
-    """Return ``x`` unchanged if it is an array of a known library, else ``numpy.asarray(x)``."""
+    """``x`` if it is an array of a known library (a PyTorch tensor detached from any autograd
+    graph), else ``numpy.asarray(x)``."""
+    if array_api_compat.is_torch_array(x):
+        return x.detach()
     if array_api_compat.is_array_api_obj(x):
         return x
     return np.asarray(x)
+
+
+def to_numpy(a: Any) -> np.ndarray:
+    """An array of any known library, on any device, as a NumPy array: at most one
+    device-to-host copy (none for NumPy, nor for a CPU tensor)."""
+    if array_api_compat.is_numpy_array(a):
+        return a
+    if array_api_compat.is_torch_array(a):
+        return a.detach().cpu().numpy()
+    if array_api_compat.is_cupy_array(a):
+        return a.get()
+    host = array_api_compat.array_namespace(a).__array_namespace_info__().default_device()
+    if array_api_compat.device(a) != host:  # other libraries: by way of their host device
+        a = array_api_compat.to_device(a, host)
+    return np.asarray(a)
 
 
 def real_scalar(value: Any, what: str) -> float:
@@ -105,13 +124,7 @@ def to_host_floats(values: Any, what: str) -> list[float]:
             raise ValueError(f"{what} must be one-dimensional, got shape {tuple(values.shape)}")
         if not xp.isdtype(values.dtype, ("real floating", "integral")):
             raise TypeError(f"{what} must be real numbers, got dtype {values.dtype}")
-        if array_api_compat.is_torch_array(values):
-            return [float(v) for v in values.detach().cpu().tolist()]
-        if array_api_compat.is_cupy_array(values):
-            return [float(v) for v in values.get().tolist()]
-        if array_api_compat.is_numpy_array(values):
-            return [float(v) for v in values.tolist()]
-        return [float(values[i]) for i in range(values.shape[0])]
+        return [float(v) for v in to_numpy(values).tolist()]
     if isinstance(values, (str, bytes)) or not hasattr(values, "__iter__"):
         raise TypeError(f"{what} must be a sequence of real numbers, got {type(values).__name__}")
     if all(type(v) is float for v in values):
@@ -209,8 +222,7 @@ class ArraySpace:
 
     def to_host(self, a: Any) -> np.ndarray:
         """A small compute array as a NumPy float64 array: one device-to-host copy."""
-        if self.numpy:
-            return np.asarray(a, dtype=np.float64)
+        return np.asarray(to_numpy(a), dtype=np.float64)
         if array_api_compat.is_torch_array(a):
             return a.detach().cpu().double().numpy()
         if array_api_compat.is_cupy_array(a):
@@ -289,6 +301,12 @@ class DirectionSource:
         self.blocks = 0
         self._philox: np.random.Generator | None = None
         self._torch: dict[Any, Any] = {}
+
+    def copy(self) -> DirectionSource:
+        """An independent source with the same key and state."""
+        clone = DirectionSource.__new__(DirectionSource)
+        clone.__setstate__(self.get_state())
+        return clone
 
     def next_block(self) -> int:
         """The number of a block no one has drawn yet."""

@@ -197,8 +197,7 @@ class BlockRows:
         space: ArraySpace,
         positions: slice = slice(None),
     ) -> None:
-        self._source = DirectionSource.__new__(DirectionSource)
-        self._source.__setstate__(source.get_state())
+        self._source = source.copy()
         self._blocks, self._width, self._space = list(blocks), width, space
         self._positions = positions
         self.dim = space.dim

@@ -188,7 +188,7 @@ class Optimizer:
         options = known_options(method, dict(options or {}), stacklevel=2)
         if tol is not None:
             options.setdefault("ftol", tol)
-        x0 = validated_x0(x0, copy=True)
+        x0 = validated_x0(x0)
         cls = METHODS[method]
         learning_rate = _learning_rate(
             "learning_rate", options.get("learning_rate", cls.options["learning_rate"].default)
@@ -200,12 +200,13 @@ class Optimizer:
             self.options["final_evaluations"] = 10 if self.options["noisy"] else 1
         self.method = method
         self.xp = namespace_of(x0)
-        self.x0 = x0 if learning_rate == "auto" else None  # the trials start from it
         self._cls = cls
         self._method_options = method_options
         self._seeds = DirectionSource(rng)
         first_rate = AUTO_GRID[0] if learning_rate == "auto" else learning_rate
-        self._step = self._new_method(x0, first_rate)  # validates the method options
+        self._step = self._new_method(x0, first_rate)  # validates the options; copies x0
+        start = self._step.x  # the method's private copy: steps make new arrays, so it stays
+        self.x0 = start if learning_rate == "auto" else None  # the trials start from it
         self._auto = {"trial": 0, "scores": [], "best": None} if learning_rate == "auto" else None
 
         per_iteration = self._step.points_per_iteration
@@ -224,7 +225,7 @@ class Optimizer:
         self._phase = "search"
         self._pending: tuple[str, Any] | None = None
         self._best: tuple[float, Any] | None = None  # lowest finite evaluated value, its point
-        self._anchor: tuple[float, Any] = (math.inf, x0)  # lowest f estimate, its iterate
+        self._anchor: tuple[float, Any] = (math.inf, start)  # lowest f estimate, its iterate
         self._scale: float | None = None  # the divergence test's scale
         self._first = math.nan  # f estimate of the first finite iteration
         self._final_values: list[float] | None = None
@@ -565,12 +566,9 @@ def _mean(values: list[float]) -> float:
     return sum(values) / len(values)
 
 
-def validated_x0(x0: Any, *, copy: bool = False) -> Any:
-    """``x0`` as a finite, non-empty, one-dimensional float32 or float64 array (with ``copy``,
-    one the caller cannot change, detached from any autograd graph)."""
+def validated_x0(x0: Any) -> Any:
+    """``x0`` as a finite, non-empty, one-dimensional float32 or float64 array."""
     x0 = as_array(x0)
-    if hasattr(x0, "detach"):
-        x0 = x0.detach()
     xp = namespace_of(x0)
     if x0.ndim != 1 or x0.shape[0] == 0:
         raise ValueError(
@@ -584,4 +582,4 @@ def validated_x0(x0: Any, *, copy: bool = False) -> Any:
         raise TypeError(f"x0 must be float32 or float64, got dtype {x0.dtype}")
     if not bool(xp.all(xp.isfinite(x0))):
         raise ValueError("x0 must be finite")
-    return xp.asarray(x0, copy=True) if copy else x0
+    return x0

@@ -135,7 +135,8 @@ class AskTellMethod:
             return points
         points = self.space.empty((directions.shape[0] + 1, self.space.dim))
         points[0, ...] = self._x
-        points[1:, ...] = directions * scale + self._x
+        points[1:, ...] = directions * scale
+        points[1:, ...] += self._x
         return points
 
     def _draw(self, n: int) -> Any:
