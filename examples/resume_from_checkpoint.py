@@ -33,7 +33,7 @@ def main() -> None:
     maxfev = 3_001 if args.quick else 30_001
     options = {"learning_rate": "auto", "maxfev": maxfev, "maxiter": 10**6}
     x0 = np.random.default_rng(1).standard_normal(200)
-    checkpoint = Path(tempfile.mkdtemp()) / "zovh.pkl"
+    checkpoint = Path(tempfile.mkdtemp()) / "zovh.npz"
 
     opt = Optimizer(x0, "zovh", options=options, rng=0)
     while not opt.done and opt.nfev < maxfev // 2:

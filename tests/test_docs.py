@@ -43,7 +43,7 @@ def test_public_name_is_in_the_api_reference(module, name):
     else:
         assert any(
             f"{directive}:: {name}\n" in text
-            for directive in ("autofunction", "autoclass", "autodata")
+            for directive in ("autofunction", "autoclass", "autoexception", "autodata")
         )
 
 

@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import logging
 import multiprocessing
+import os
+import signal
 import threading
+import time
 
 import numpy as np
 import pytest
@@ -24,6 +27,15 @@ def sphere_at_barrier(x, barrier):
     """Passes only when another evaluation runs at the same time (else BrokenBarrierError)."""
     barrier.wait()
     return float(x @ x)
+
+
+def slow_sphere(x, log, seconds):
+    """The sphere after ``seconds`` of work; each value is appended to the file ``log``."""
+    time.sleep(seconds)
+    value = float(x @ x)
+    with open(log, "a") as file:
+        file.write(f"{value!r}\n")
+    return value
 
 
 def test_vectorized_calls_fun_once_per_iteration_with_all_points(xp):
@@ -121,3 +133,47 @@ def test_dask_local_cluster_as_map_like():
     ref = zovh_opt.minimize(sphere, np.ones(D), rng=9, options=OPTIONS)
     assert sum(executed.values()) == res.nfev  # every evaluation ran on the cluster
     assert np.array_equal(res.x, ref.x) and res.fun == ref.fun and res.nfev == ref.nfev
+
+
+def test_an_unpicklable_fun_with_a_process_pool_fails_at_once():
+    """0.1.0 hung here: the PicklingError, then a pool shutdown that deadlocked."""
+    start = time.perf_counter()
+    with pytest.raises(TypeError, match="must be picklable, and they are not"):
+        zovh_opt.minimize(lambda x: float(x @ x), np.ones(20), workers=2)
+    assert time.perf_counter() - start < 5
+    assert multiprocessing.active_children() == []  # no pool was started
+
+
+@pytest.mark.parametrize("interrupts", [1, 2])
+def test_ctrl_c_with_a_process_pool_returns_what_was_evaluated(interrupts, tmp_path):
+    """SIGINT to the main process only (a notebook's interrupt button), in the second
+    iteration: its first two points are running, the third is queued. One interrupt cancels the
+    queued one and waits for the running ones; a second stops waiting."""
+    log, seconds = tmp_path / "values", 0.6
+    first = 1.4  # iteration 2 runs its first two points over [1.2, 1.8] s
+    timers = [
+        threading.Timer(first + 0.1 * k, os.kill, (os.getpid(), signal.SIGINT))
+        for k in range(interrupts)
+    ]
+    start = time.perf_counter()
+    for timer in timers:
+        timer.start()
+    res = zovh_opt.minimize(
+        slow_sphere,
+        np.ones(D),
+        args=(str(log), seconds),
+        rng=0,
+        workers=2,
+        options={"maxiter": 1000, "maxtime": 60},
+    )
+    returned = time.perf_counter() - start
+    values = [float(v) for v in log.read_text().split()]
+    for timer in timers:
+        timer.join()
+    assert res.status == 6 and "KeyboardInterrupt" in res.message
+    assert res.nfev == len(values) and res.fun == min(values)  # nothing obtained is lost
+    if interrupts == 1:
+        assert res.nfev == 5  # 3 + the two running ones; the queued one was cancelled
+        assert returned - first < 2 * seconds  # about one evaluation time
+    else:
+        assert res.nfev == 3 and returned - first < seconds  # did not wait for the running ones

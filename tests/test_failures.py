@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import math
+import signal
 
 import numpy as np
 import pytest
 
 import zovh_opt
 from zovh_opt._methods.zovh import ZoVH
+from zovh_opt.problems import rosenbrock
 
 D = 40
 
@@ -46,9 +48,9 @@ def test_nonfinite_values_never_reach_the_estimators(method, monkeypatch):
     cls = zovh_opt.METHODS[method]
     original = cls._tell
 
-    def spy(self, asked, values):
+    def spy(self, values):
         told.append(np.asarray(values))
-        original(self, asked, values)
+        original(self, values)
 
     monkeypatch.setattr(cls, "_tell", spy)
     f = Recorder(holes)
@@ -85,10 +87,11 @@ def test_objective_that_is_never_finite_ends_with_status_3_and_finite_x():
     f = Recorder(lambda x: math.nan)
     res = zovh_opt.minimize(f, np.ones(D), rng=0, options={"max_restarts": 2, "maxiter": 100})
     assert res.status == 3 and not res.success
-    assert "Stopped after 2 restarts" in res.message and "not finite" in res.message
-    assert len(res.restarts) == 2 and res.nit == 3
+    assert "Stopped after 2 restarts" in res.message
+    assert "not finite in 10 iterations in a row" in res.message
+    assert len(res.restarts) == 2 and res.nit == 30  # 10 dropped iterations per failure
     assert np.array_equal(res.x, np.ones(D)) and math.isnan(res.fun)
-    assert res.nfev == len(f.values) == 3 * 3 + 1
+    assert res.nfev == len(f.values) == 30 * 3 + 1 and res.failed_evaluations == 91
 
 
 class Boom(Exception):
@@ -147,23 +150,35 @@ def test_keyboard_interrupt_mid_iteration_keeps_the_partial_values():
     assert res.fun == f.values[49] and np.array_equal(res.x, f.points[49])
 
 
-def test_failed_iteration_restarts_from_the_best_iterate_without_its_queries():
+def test_a_failed_evaluation_is_missing_data_and_persistent_failures_restart():
+    """An iteration with a NaN is dropped (no step, new directions next time); ten in a row
+    restart from the best iterate without the kept queries."""
     opt = zovh_opt.Optimizer(np.ones(D), rng=0, options={"max_restarts": 5, "learning_rate": 1e-3})
     iterates, estimates = [], []
     for _ in range(6):
-        iterates.append(np.array(opt.x, copy=True))
+        iterates.append(opt.x)
         points = opt.ask()
         values = [float(p @ p) for p in points]
         estimates.append(np.mean(values))
         opt.tell(values)
     assert isinstance(opt._step, ZoVH) and len(opt._step.queries) == 12
-    opt.ask()
+    before, blocks = opt.x, opt._step.queries.blocks
+    first = opt.ask()
     opt.tell([1.0, math.nan, 2.0])
-    assert len(opt.restarts) == 1 and opt.restarts[0]["nit"] == 7
-    assert "1 of 3 function values were not finite" in opt.restarts[0]["reason"]
+    assert opt.restarts == [] and np.array_equal(opt.x, before)
+    # the dropped iteration left no query behind (its block was drawn over the oldest one in
+    # the ring, which leaves the history with it)
+    assert opt._step.queries.blocks == blocks[1:]
+    assert not np.array_equal(opt.ask(), first)  # new directions
+    opt.tell([1.0, math.nan, 2.0])
+    for _ in range(8):
+        opt.ask()
+        opt.tell([math.inf, 1.0, 1.0])
+    assert len(opt.restarts) == 1 and opt.restarts[0]["nit"] == 16
+    assert "not finite in 10 iterations in a row (1 of 3 in the last)" in opt.restarts[0]["reason"]
     assert len(opt._step.queries) == 0  # the history is forgotten
     assert np.array_equal(opt.x, iterates[int(np.argmin(estimates))])
-    assert opt.learning_rate == 0.25e-3
+    assert opt.learning_rate == 0.25e-3 and opt.result().failed_evaluations == 10
 
 
 @pytest.mark.parametrize(
@@ -188,3 +203,135 @@ def test_extreme_values_in_one_iteration_do_not_crash(bad, noisy):
         assert res.fun == final_mean
     else:  # the best finite value seen
         assert res.fun == min([1.0] + [v for v in bad if math.isfinite(v)])
+
+
+def whole_run(fun=rosenbrock, **kwargs):
+    opts = {"learning_rate": 1e-6, "maxiter": 30}
+    x0 = np.random.default_rng(0).standard_normal(D)
+    return x0, opts, zovh_opt.minimize(fun, x0, rng=5, options=opts, **kwargs)
+
+
+def assert_same_run(res, whole):
+    assert np.array_equal(res.x, whole.x) and res.fun == whole.fun
+    assert (res.nit, res.nfev, res.status, res.trace) == (
+        whole.nit,
+        whole.nfev,
+        whole.status,
+        whole.trace,
+    )
+
+
+@pytest.mark.parametrize("mode", ["serial", "vectorized", "map-like"])
+def test_run_goes_on_after_an_exception_in_fun(mode):
+    """The same Optimizer continues: run() again evaluates only the missing points, and the
+    run is the one that never failed (0.1.0: "ask() was called twice without tell()")."""
+    kwargs = {"vectorized": True} if mode == "vectorized" else {}
+    if mode == "map-like":
+        kwargs = {"workers": lambda func, xs: [func(x) for x in xs]}
+    x0, opts, whole = whole_run(**kwargs)
+    calls, failing = [], (5, 12) if mode == "vectorized" else (14, 40)
+
+    def flaky(x):
+        calls.append(1)
+        if len(calls) in failing:
+            raise Boom("simulation crashed")
+        return rosenbrock(x)
+
+    opt = zovh_opt.Optimizer(x0, rng=5, options=opts)
+    for _ in range(2):
+        with pytest.raises(Boom):
+            opt.run(flaky, **kwargs)
+        assert opt.pending is not None and not opt.done
+    res = opt.run(flaky, **kwargs)
+    assert_same_run(res, whole)
+    if mode == "serial":  # only the missing points were evaluated again
+        assert len(calls) == whole.nfev + 2
+
+
+def test_discard_drops_the_pending_ask_and_counts_what_it_evaluated():
+    calls = []
+
+    def flaky(x):
+        calls.append(1)
+        if len(calls) == 5:
+            raise Boom
+        return float(x @ x)
+
+    opt = zovh_opt.Optimizer(np.ones(D), rng=0, options={"maxiter": 10})
+    with pytest.raises(Boom):
+        opt.run(flaky)
+    assert opt.nfev == 4  # one whole iteration and the first point of the second
+    with pytest.raises(RuntimeError, match="pending points .* or discard"):
+        opt.ask()
+    opt.discard()
+    assert opt.pending is None and opt.nfev == 4 and opt.nit == 1
+    res = opt.run(flaky)
+    assert res.nit == 10 and res.nfev == len(calls) - 1 == 4 + 9 * 3 + 1
+
+
+def test_ctrl_c_in_the_first_ask_returns_the_start():
+    """0.1.0 raised UnboundLocalError (Ctrl-C while the first directions were drawn)."""
+    original = ZoVH._prepare
+
+    def interrupted(self):
+        raise KeyboardInterrupt
+
+    ZoVH._prepare = interrupted
+    try:
+        res = zovh_opt.minimize(lambda x: float(x @ x), np.ones(D), rng=0)
+    finally:
+        ZoVH._prepare = original
+    assert res.status == 6 and res.nfev == 0 and res.nit == 0
+    assert np.array_equal(res.x, np.ones(D)) and math.isnan(res.fun)
+
+
+def test_run_again_after_ctrl_c_continues_the_same_run():
+    x0, opts, whole = whole_run()
+    calls = []
+
+    def interrupted_twice(x):
+        calls.append(1)
+        if len(calls) in (20, 51):
+            raise KeyboardInterrupt
+        return rosenbrock(x)
+
+    opt = zovh_opt.Optimizer(x0, rng=5, options=opts)
+    for nfev in (19, 49):
+        res = opt.run(interrupted_twice)
+        assert res.status == 6 and res.nfev == nfev and not opt.done
+    assert_same_run(opt.run(interrupted_twice), whole)
+
+
+def test_ctrl_c_during_a_step_takes_effect_after_it(monkeypatch):
+    """SIGINT in the middle of ZoVH's update: the update completes, then the run returns, and
+    going on gives the run that was never interrupted."""
+    x0, opts, whole = whole_run()
+    original, tells = ZoVH._tell, []
+
+    def interrupted(self, values):
+        tells.append(1)
+        if len(tells) == 6:
+            signal.raise_signal(signal.SIGINT)  # arrives at once, in this thread
+        original(self, values)
+
+    monkeypatch.setattr(ZoVH, "_tell", interrupted)
+    opt = zovh_opt.Optimizer(x0, rng=5, options=opts)
+    res = opt.run(rosenbrock)
+    assert res.status == 6 and res.nit == 6 and opt._step.nit == 6
+    assert_same_run(opt.run(rosenbrock), whole)
+
+
+def test_sporadic_failed_evaluations_are_not_divergence():
+    """0.1.0: with 0.5 % of the calls returning NaN (d = 1000) all restarts were used and the
+    run stopped with status 3 at f = 927, against 2.6 without the NaNs."""
+    x0 = np.ones(1000)
+    clean = zovh_opt.minimize(lambda x: float(x @ x), x0, rng=0)
+    coin = np.random.default_rng(1)
+
+    def sometimes_nan(x):
+        return math.nan if coin.random() < 0.005 else float(x @ x)
+
+    res = zovh_opt.minimize(sometimes_nan, x0, rng=0)
+    assert res.failed_evaluations > 5 and res.restarts == [] and res.status == 2
+    # the dropped iterations (about 1.5 %) cost about as many steps
+    assert res.fun < 1.2 * clean.fun < 0.2 * float(x0 @ x0)

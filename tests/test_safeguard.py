@@ -73,7 +73,7 @@ def test_steps_at_a_woodbury_pole_are_rejected():
         opt.tell([float(p @ p) for p in points])
         if opt._step.amplification > opt._step.max_amplification:
             rejected += 1
-            moved_anyway += opt.x is not before
+            moved_anyway += not np.array_equal(opt.x, before)
     assert rejected > 0 and moved_anyway == 0
     assert opt.result().rejected_steps == rejected and opt.result().restarts == []
 
@@ -138,4 +138,5 @@ def test_auto_learning_rate_costs_at_most_90_iterations(x0):
 def test_auto_learning_rate_fails_cleanly_when_every_rate_fails():
     res = zovh_opt.minimize(lambda x: math.nan, np.ones(50), options={"learning_rate": "auto"})
     assert res.status == 3 and "every trial rate failed" in res.message
-    assert res.nfev == 9 * 3 + 1 and np.all(np.isfinite(res.x))
+    # each trial rate fails after 10 iterations in a row with non-finite values
+    assert res.nfev == 9 * 10 * 3 + 1 and np.all(np.isfinite(res.x))

@@ -48,14 +48,14 @@ def test_bad_arguments(kwargs, exc, match):
 
 
 POSITIVE_REALS = ["learning_rate", "smoothing", "regularization", "maxtime", "ftol"]
-INTEGERS = {  # name: smallest allowed value
-    "n_directions": 2,  # 3 for product="shared": test_minimum_directions_per_method
-    "history": 1,
-    "maxiter": 1,
-    "maxfev": 1,
-    "ftol_window": 1,
-    "final_evaluations": 1,
-    "max_restarts": 0,
+INTEGERS = {  # name: smallest and largest allowed value
+    "n_directions": (2, 10_000),  # 3 for product="shared": test_minimum_directions_per_method
+    "history": (1, 10_000),
+    "maxiter": (1, 2**62),
+    "maxfev": (1, 2**62),
+    "ftol_window": (1, 10**6),
+    "final_evaluations": (1, 10_000),
+    "max_restarts": (0, 10**6),
 }
 
 
@@ -76,13 +76,23 @@ def test_positive_real_options(name, value, exc):
         zovh_opt.minimize(sphere, np.ones(D), options={"maxiter": 2, name: value})
 
 
-@pytest.mark.parametrize("name, minimum", sorted(INTEGERS.items()))
-def test_integer_options(name, minimum):
-    with pytest.raises(ValueError, match=f"{name} must be an integer >= {minimum}"):
-        zovh_opt.minimize(sphere, np.ones(D), options={"maxiter": 2, name: minimum - 1})
-    for value in (2.5, "3", True):
-        with pytest.raises(TypeError, match=f"{name} must be an integer >= {minimum}"):
+@pytest.mark.parametrize("name, bounds", sorted(INTEGERS.items()))
+def test_integer_options(name, bounds):
+    """Every integer option is bounded on both sides at validation, before any evaluation
+    (``final_evaluations=10**9`` used to pass and then evaluate on)."""
+    lo, hi = bounds
+    allowed = rf"{name} must be an integer in \[{lo}, {hi}\]"
+    for value in (lo - 1, hi + 1, 10**30):
+        with pytest.raises(ValueError, match=allowed):
             zovh_opt.minimize(sphere, np.ones(D), options={"maxiter": 2, name: value})
+    for value in (2.5, "3", True):
+        with pytest.raises(TypeError, match=allowed):
+            zovh_opt.minimize(sphere, np.ones(D), options={"maxiter": 2, name: value})
+
+
+def test_zovh_history_is_bounded_by_its_host_algebra():
+    with pytest.raises(ValueError, match="at most 4096 queries"):
+        zovh_opt.Optimizer(np.ones(D), options={"n_directions": 100, "history": 41})
 
 
 @pytest.mark.parametrize(
@@ -96,7 +106,7 @@ def test_integer_options(name, minimum):
         ({"directions": "disk"}, ValueError, "directions must be one of 'vectors', 'seeds'"),
         ({"noisy": "yes"}, TypeError, "noisy must be True or False"),
         ({"progress": 2}, TypeError, "progress must be True or False"),
-        ({"disp": 0}, ValueError, "disp must be an integer >= 1"),
+        ({"disp": 0}, ValueError, r"disp must be an integer in \[1, "),
     ],
 )
 def test_other_options(options, exc, match):
@@ -130,7 +140,7 @@ def test_peer_method_options(method, options, exc, match):
     ],
 )
 def test_minimum_directions_per_method(method, options, minimum):
-    with pytest.raises(ValueError, match=f"n_directions must be .*>= {minimum}"):
+    with pytest.raises(ValueError, match=f"n_directions must be .*(>= |in \\[){minimum}"):
         zovh_opt.minimize(
             sphere,
             np.ones(D),

@@ -12,11 +12,14 @@ problems
     Test functions with analytic derivatives.
 Optimizer
     A run as an ask/tell object, with checkpoints: for users who drive evaluation themselves.
+CheckpointError
+    What `Optimizer.load` raises for a file it cannot bring back.
 METHODS
     The method names and the classes that implement one iteration of each.
 """
 
 from . import estimators, problems
+from ._checkpoint import CheckpointError
 from ._methods import METHODS, ZOAR, ZOSGD, HiZOO, MeZO, ZoVH
 from ._minimize import minimize, zovh
 from ._optimizer import Optimizer
@@ -25,6 +28,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "METHODS",
+    "CheckpointError",
     "ZOAR",
     "ZOSGD",
     "HiZOO",

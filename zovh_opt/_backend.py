@@ -223,14 +223,51 @@ class ArraySpace:
     def to_host(self, a: Any) -> np.ndarray:
         """A small compute array as a NumPy float64 array: one device-to-host copy."""
         return np.asarray(to_numpy(a), dtype=np.float64)
-        if array_api_compat.is_torch_array(a):
-            return a.detach().cpu().double().numpy()
-        if array_api_compat.is_cupy_array(a):
-            return a.get().astype(np.float64)
-        host = self.xp.__array_namespace_info__().default_device()  # other libraries: by way
-        if array_api_compat.device(a) != host:  # of their default (host) device
-            a = array_api_compat.to_device(a, host)
-        return np.asarray(a, dtype=np.float64)
+
+    def from_numpy(self, a: np.ndarray) -> Any:
+        """A compute array holding the NumPy array ``a`` (of the run's dtype) bit for bit."""
+        if a.dtype != np.dtype(self.dtype_name):
+            raise ValueError(f"expected an array of dtype {self.dtype_name}, got {a.dtype}")
+        if self.numpy:
+            return a
+        return self.xp.asarray(a, device=self.compute_device)
+
+    @property
+    def dtype_name(self) -> str:
+        return "float32" if self.dtype == self.xp.float32 else "float64"
+
+    def describe(self) -> dict[str, str | int]:
+        """The array library, device, dtype and dimension, as plain data (see `described`)."""
+        return {
+            "namespace": self.user.__name__.removeprefix("array_api_compat."),
+            "device": str(self.device),
+            "dtype": self.dtype_name,
+            "dim": self.dim,
+        }
+
+    @classmethod
+    def described(cls, description: dict[str, Any]) -> ArraySpace:
+        """The space `describe` described: the same library, device and dtype.
+
+        Raises ``ImportError`` when the library is missing and ``LookupError`` when this
+        process has no such device.
+        """
+        import importlib
+
+        name, device = description["namespace"], description["device"]
+        module = importlib.import_module(name)
+        xp = array_api_compat.array_namespace(module.empty(0))
+        if name == "torch":  # its namespace info probes every device type: slow and noisy
+            found = [module.device(device)]
+        else:
+            found = [d for d in xp.__array_namespace_info__().devices() if str(d) == device]
+        try:
+            like = xp.empty((0,), dtype=getattr(xp, description["dtype"]), device=found[0])
+        except (IndexError, RuntimeError) as error:
+            raise LookupError(f"{name} has no device {device!r} in this process") from error
+        space = cls(like)
+        space.dim = int(description["dim"])
+        return space
 
 
 class DirectionSource:

@@ -145,6 +145,49 @@ class QueryHistory:
         if self._ring is None:
             self._recent = (slot, rows)
 
+    def state(self) -> dict[str, Any]:
+        """The history as plain data and arrays (for a checkpoint); see `load_state`."""
+        return {
+            "ring": self._ring,
+            "gram": self._gram,
+            "values": self._values,
+            "blocks": list(self._blocks),
+            "order": list(self._order),
+            "pending": None if self._pending is None else list(self._pending[:2]),
+        }
+
+    def load_state(self, state: dict[str, Any]) -> None:
+        """Continue from a `state` of a history with the same shape and source."""
+        order = [int(s) for s in state["order"]]
+        blocks = [int(b) for b in state["blocks"]]
+        M = len(order) * self.width
+        gram, values = state["gram"], state["values"]
+        if (
+            len(blocks) != self.slots
+            or len(set(order)) != len(order)
+            or not set(order) <= set(range(self.slots))
+            or values.shape != (M,)
+            or gram.shape != ((M, M) if self._track_gram else (0, 0))
+            or gram.dtype != np.float64
+            or values.dtype != np.float64
+        ):
+            raise ValueError("the query history's blocks, Gram matrix and values disagree")
+        if self._ring is not None:
+            if state["ring"] is None or state["ring"].shape != self._ring.shape:
+                raise ValueError(f"expected a ring buffer of shape {self._ring.shape}")
+            self._ring = self.space.from_numpy(state["ring"])
+        self._gram, self._values, self._blocks, self._order = gram, values, blocks, order
+        self._recent, self._pending = None, None
+        if state["pending"] is not None:
+            slot, block = (int(v) for v in state["pending"])
+            if slot not in range(self.slots):
+                raise ValueError(f"pending slot {slot} out of range")
+            if self._ring is None:
+                rows = self.source.draw(block, self.width, self.space)
+            else:  # the ring already holds the block's rows
+                rows = self._ring[slot * self.width : (slot + 1) * self.width, ...]
+            self._pending = (slot, block, rows)
+
     def rows(self, slot: int) -> Any:
         """The ``(width, d)`` directions held in physical ``slot``."""
         if self._recent is not None and self._recent[0] == slot:

@@ -82,13 +82,15 @@ def minimize(
         the mean of fresh evaluations there, see Notes); ``nit``, ``nfev`` (every evaluation,
         the final one at the last iterate included), ``status``, ``success``, ``message``;
         ``learning_rate`` (the rate at the end), ``restarts`` (one dict per safeguard restart),
+        ``failed_evaluations`` (values that were NaN or +-inf),
         ``trace`` (per iteration ``nit``, ``nfev`` and ``fun``, the mean of that iteration's
         values, for plotting); ``jac``, the latest gradient estimate, and for ``"zovh"``
         ``hess_inv``, a linear operator for the final regularised inverse-Hessian estimate.
 
-        ``status``: 0 ``ftol`` met, 1 ``maxfev``, 2 ``maxiter``, 3 failed (non-finite values
-        or divergence after ``max_restarts`` restarts), 4 ``ftarget`` reached, 5 ``maxtime``,
-        6 interrupted (``KeyboardInterrupt``: the result so far, without a final evaluation),
+        ``status``: 0 ``ftol`` met, 1 ``maxfev``, 2 ``maxiter``, 3 failed (persistently
+        non-finite values or divergence after ``max_restarts`` restarts), 4 ``ftarget``
+        reached, 5 ``maxtime``, 6 interrupted (``KeyboardInterrupt``: the result so far,
+        without a final evaluation),
         99 the callback raised ``StopIteration``. ``success`` is True for 0 and 4.
 
     Options
@@ -158,12 +160,14 @@ def minimize(
 
     Notes
     -----
-    *Failures.* An iteration whose values include NaN or +-inf never reaches the estimators,
-    nor does one whose f estimate shows the iterates diverging (it grew a hundredfold over its
-    scale) or whose step hits a near-singular Woodbury denominator. The run restarts from the
-    iterate with the lowest f estimate so far, with the learning rate cut by 4; after
-    ``max_restarts`` restarts it ends with status 3. ``x`` is never non-finite. Details in
-    `Optimizer`.
+    *Failures.* A NaN or +-inf value is missing data: its iteration is dropped (no value
+    reaches the estimators, the next iteration draws new directions) and
+    ``failed_evaluations`` counts it. Ten such iterations in a row, or an f estimate that
+    shows the iterates diverging (it grew a hundredfold over its scale), restart the run from
+    the iterate with the lowest f estimate so far, with the learning rate cut by 4; after
+    ``max_restarts`` restarts it ends with status 3. A step at a near-singular Woodbury
+    denominator is not taken. ``x`` is never non-finite. An exception in ``fun`` propagates
+    unchanged; use `Optimizer` to go on after it. Details in `Optimizer`.
 
     *Noisy objectives.* For ``f(x) + sigma * xi`` the lowest of thousands of noisy values is
     biased low (it picks favourable noise) and its point is not the best one. Pass

@@ -9,7 +9,6 @@ values, the iterate and two numbers per step (its length and its amplification).
 from __future__ import annotations
 
 import math
-import pickle
 import time
 import warnings
 from array import array
@@ -19,13 +18,16 @@ from typing import Any
 
 from scipy.optimize import OptimizeResult, OptimizeWarning
 
-from ._backend import DirectionSource, as_array, namespace_of, to_host_floats
+from . import _checkpoint
+from ._backend import ArraySpace, DirectionSource, as_array, namespace_of, to_host_floats
+from ._checkpoint import CheckpointError
+from ._interrupts import deferred_interrupts
 from ._methods import METHODS
 from ._options import (
     Option,
     boolean,
     finite_real,
-    integer_at_least,
+    integer_between,
     optional,
     positive_real,
     resolve,
@@ -40,6 +42,7 @@ RUNNING = -1
 # What counts as a failed step (Sec. "Step-size safety" of the `Optimizer` docstring).
 GROWTH = 100.0  # f estimate above its minimum by this many times its scale
 BACKOFF = 0.25  # learning-rate cut at each restart
+FAILED_IN_A_ROW = 10  # iterations with a non-finite value dropped before that is a failure
 
 # The learning-rate search of ``learning_rate="auto"``.
 AUTO_GRID = tuple(10.0**-k for k in range(1, 10))  # 1e-1 ... 1e-9
@@ -57,19 +60,27 @@ def _disp(name: str, value: Any) -> int:
     """``False`` (0), ``True`` (-1: about 20 rows a run) or print every ``value`` iterations."""
     if isinstance(value, bool):
         return -1 if value else 0
-    return integer_at_least(1)(name, value)
+    return integer_between(1, BIG)(name, value)
+
+
+BIG = 2**62  # counts beyond any run: an upper bound that keeps every count a 64-bit integer
+
+
+def _disp_option(value: int) -> bool | int:
+    """The ``disp`` option that `_disp` turns into ``value``."""
+    return {-1: True, 0: False}.get(value, value)
 
 
 DRIVER_OPTIONS: dict[str, Option] = {
-    "maxiter": Option(1000, integer_at_least(1)),
-    "maxfev": Option(None, optional(integer_at_least(1))),
+    "maxiter": Option(1000, integer_between(1, BIG)),
+    "maxfev": Option(None, optional(integer_between(1, BIG))),
     "maxtime": Option(None, optional(positive_real)),
     "ftarget": Option(None, optional(finite_real)),
     "ftol": Option(None, optional(positive_real)),
-    "ftol_window": Option(50, integer_at_least(1)),
+    "ftol_window": Option(50, integer_between(1, 10**6)),
     "noisy": Option(False, boolean),
-    "final_evaluations": Option(None, optional(integer_at_least(1))),
-    "max_restarts": Option(5, integer_at_least(0)),
+    "final_evaluations": Option(None, optional(integer_between(1, 10_000))),
+    "max_restarts": Option(5, integer_between(0, 10**6)),
     "disp": Option(False, _disp),
     "progress": Option(False, boolean),
 }
@@ -118,9 +129,11 @@ class Optimizer:
     Attributes
     ----------
     x : array
-        The current iterate.
+        A copy of the current iterate.
     nit, nfev : int
         Iterations and function evaluations so far.
+    pending : array or None
+        The points of an ask awaiting its `tell`.
     done : bool
         True once the run has ended; `result` then holds the final answer.
 
@@ -148,16 +161,21 @@ class Optimizer:
     Then come the iterations proper, until a stopping rule fires; then one final ask: the
     iterate itself, ``final_evaluations`` times.
 
-    **Failed iterations and restarts.** An iteration fails when (a) an evaluated value is NaN
-    or +-inf: those values never reach the estimators; or (b) its f estimate (the mean of its
-    values, see ``trace``) exceeds the lowest one so far by more than ``100`` times their
-    scale (the largest of the first estimate, the lowest one, the decrease between them and
-    the spread of the first iteration's values): the iterates are diverging. The run then
-    restarts from the iterate with the lowest f estimate so far, with the queries forgotten
-    and the learning rate cut by 4, and ``result().restarts`` records it. After
-    ``max_restarts`` restarts the next failure ends the run with status 3. (A ZoVH step at a
-    Woodbury denominator near zero is not a failure of the rate: ZoVH does not take it and
-    ``result().rejected_steps`` counts it; see `zovh_opt.ZoVH`.)
+    **Failed evaluations.** An evaluation that returns NaN or +-inf is missing data: its
+    iteration is dropped (none of its values reaches the estimators, the iterate stays, and
+    the next iteration draws new directions), and ``result().failed_evaluations`` counts it.
+    Only ``10`` such iterations in a row make a failure, below.
+
+    **Failures and restarts.** An iteration fails when its values were not finite ``10``
+    times in a row, or when its f estimate (the mean of its values, see ``trace``) exceeds the
+    lowest one so far by more than ``100`` times their scale (the largest of the first
+    estimate, the lowest one, the decrease between them and the spread of the first
+    iteration's values): the iterates are diverging. The run then restarts from the iterate
+    with the lowest f estimate so far, with the queries forgotten and the learning rate cut by
+    4, and ``result().restarts`` records it. After ``max_restarts`` restarts the next failure
+    ends the run with status 3. (A ZoVH step at a Woodbury denominator near zero is not a
+    failure of the rate: ZoVH does not take it and ``result().rejected_steps`` counts it; see
+    `zovh_opt.ZoVH`.)
 
     **The returned point.** By default ``x`` is the point with the lowest value among all
     evaluated points (the queries and the final iterate) whose value is finite, and ``fun`` is
@@ -167,10 +185,23 @@ class Optimizer:
     ``final_evaluations`` (default 10) fresh evaluations there, with its standard error in
     ``fun_std_error``; ``ftarget`` then compares the f estimate of each iteration.
 
-    **Checkpoints.** `save` pickles the whole state, the random generator and the query history
-    included; `load` brings it back, and the run continues bit for bit as if it had not
-    stopped, also between an ``ask`` and its ``tell``. Elapsed time (for ``maxtime``) carries
-    over. Only load files you trust: unpickling runs code.
+    **Nothing is aliased.** ``x0`` is copied; ``ask``, `pending`, ``x`` and `result` return
+    new arrays, and the optimizer never reads an array it has handed out, so the caller (and
+    ``fun``, which `run` gives a new array per call) may modify or keep them.
+
+    **Exceptions and interrupts.** When ``fun`` raises inside `run`, the exception propagates
+    unchanged and the ask stays pending with the values obtained so far: calling `run` again
+    evaluates only the missing points and goes on, `tell` gives all values by hand, and
+    `discard` drops the ask. A ``KeyboardInterrupt`` (Ctrl-C) ends `run` with status 6 and the
+    result so far, every value obtained counted in ``nfev`` and kept for the best point; with
+    a process pool, queued evaluations are cancelled and the running ones waited for (a second
+    Ctrl-C stops waiting). `run` again continues the same run. A Ctrl-C during `tell` takes
+    effect once its update is complete.
+
+    **Checkpoints.** `save` writes the whole state, the random directions and the query history
+    included, as arrays and plain data (no code; see `save`); `load` brings it back, and the
+    run continues bit for bit as if it had not stopped, also between an ``ask`` and its
+    ``tell``. Elapsed time (for ``maxtime``) carries over.
     """
 
     def __init__(
@@ -218,12 +249,13 @@ class Optimizer:
                 f"(>= {per_iteration + final} for method {method!r}), got {maxfev}"
             )
         self.nit = 0
-        self.nfev = 0
+        self._told = 0  # evaluations of completed asks; nfev adds those of the pending one
         self.status = RUNNING
         self.message = "The run has not ended."
         self.restarts: list[dict[str, Any]] = []
         self._phase = "search"
-        self._pending: tuple[str, Any] | None = None
+        self._pending: str | None = None  # the phase of the pending ask
+        self._partial: list[float | None] = []  # its values obtained so far (by `run`)
         self._best: tuple[float, Any] | None = None  # lowest finite evaluated value, its point
         self._anchor: tuple[float, Any] = (math.inf, start)  # lowest f estimate, its iterate
         self._scale: float | None = None  # the divergence test's scale
@@ -232,6 +264,8 @@ class Optimizer:
         self._recent: deque[float] = deque(maxlen=2 * self.options["ftol_window"])
         self._trace = {"nit": array("q"), "nfev": array("q"), "fun": array("d")}
         self._rejected = 0  # by method objects replaced since (learning-rate search)
+        self._failed_evaluations = 0
+        self._failed_in_a_row = 0
         self._elapsed = 0.0
         self._since = time.perf_counter()
 
@@ -239,7 +273,13 @@ class Optimizer:
 
     @property
     def x(self) -> Any:
-        return self._step.x
+        """A copy of the current iterate."""
+        return self.xp.asarray(self._step.x, copy=True)
+
+    @property
+    def nfev(self) -> int:
+        """Function evaluations so far, those of a pending ask obtained by `run` included."""
+        return self._told + sum(v is not None for v in self._partial)
 
     @property
     def done(self) -> bool:
@@ -265,20 +305,14 @@ class Optimizer:
         return self._step.step_norm
 
     def ask(self) -> Any:
-        """The next points to evaluate, an ``(n_points, d)`` array like ``x0``."""
-        if self._pending is not None:
-            raise RuntimeError("ask() was called twice without tell() in between")
-        if self.done:
-            raise RuntimeError(f"the run has ended ({self.message}); see result()")
-        if self._phase == "search":
-            self._check_budgets()
-        if self._phase == "final":
-            n = self.options["final_evaluations"]
-            points = self.xp.stack([self.x] * n)
-        else:
-            points = self._step.ask()
-        self._pending = (self._phase, points)
-        return points
+        """The next points to evaluate, a new ``(n_points, d)`` array like ``x0``."""
+        self._open()
+        return self._points()
+
+    @property
+    def pending(self) -> Any:
+        """The points of the ask awaiting its `tell`, again (a new array), or ``None``."""
+        return None if self._pending is None else self._points()
 
     def tell(self, values: Any) -> None:
         """Take the values of the points of the last `ask`, in order, and advance the run.
@@ -287,41 +321,35 @@ class Optimizer:
         """
         if self._pending is None:
             raise RuntimeError("tell() needs a preceding ask()")
-        phase, points = self._pending
         host = to_host_floats(values, "values")
-        if len(host) != points.shape[0]:
-            raise ValueError(f"tell() expects {points.shape[0]} values, got {len(host)}")
-        self._pending = None
-        self.nfev += len(host)
-        self._observe(points, host)
-        del points  # before the step: the memory of the points is the step's to use
-        if phase == "final":
-            self._final_values = host
-            self._phase = "done"
+        n = len(self._partial)
+        if len(host) != n:
+            raise ValueError(f"tell() expects {n} values, got {len(host)}")
+        superseded = n - self._partial.count(None)  # values `run` had obtained: re-evaluated
+        with deferred_interrupts():
+            self._close(host, superseded)
+
+    def discard(self) -> None:
+        """Drop the pending ask without its values (they are missing: for example, ``fun``
+        raised). Values `run` had obtained for it count in ``nfev`` and in the best point; the
+        next `ask` draws new directions (or, at the end, asks for the final point again)."""
+        if self._pending is None:
             return
-        self.nit += 1
-        f_estimate = _mean(host)
-        self._record(f_estimate)
-        failure = self._failure(host, f_estimate)
-        if failure is None:
-            if f_estimate < self._anchor[0]:
-                self._anchor = (f_estimate, self.x)  # steps make new arrays: no copy needed
-            self._step.tell(host)
-        if self._auto is not None:
-            self._advance_search(failure, f_estimate)
-        elif failure is not None:
-            self._restart(failure)
-        else:
-            self._check_convergence(f_estimate)
+        self._observe(self._partial)
+        self._told = self.nfev
+        if self._pending != "final":
+            self._step.discard()
+        self._pending, self._partial = None, []
 
     def result(self) -> OptimizeResult:
         """The run's answer so far, as a ``scipy.optimize.OptimizeResult``.
 
         Fields: ``x``, ``fun``, ``nit``, ``nfev``, ``status``, ``success``, ``message``,
         ``learning_rate`` (the rate in use at the end), ``restarts`` (one dict per restart:
-        ``nit``, ``nfev``, ``reason``, ``learning_rate``), ``trace`` (``"nit"``, ``"nfev"``,
-        ``"fun"``: one entry per iteration, ``fun`` being the mean of its values), the method's
-        ``jac`` and, for ZoVH, ``hess_inv``; with ``noisy=True`` also ``fun_std_error``.
+        ``nit``, ``nfev``, ``reason``, ``learning_rate``), ``failed_evaluations`` (values that
+        were NaN or +-inf), ``trace`` (``"nit"``, ``"nfev"``, ``"fun"``: one entry per
+        iteration, ``fun`` being the mean of its values), the method's ``jac`` and, for ZoVH,
+        ``hess_inv``; with ``noisy=True`` also ``fun_std_error``.
         """
         x, fun, extra = self._answer()
         return OptimizeResult(
@@ -335,6 +363,7 @@ class Optimizer:
             learning_rate=self.learning_rate,
             restarts=[dict(r) for r in self.restarts],
             rejected_steps=self._rejected + self._step.rejected_steps,
+            failed_evaluations=self._failed_evaluations,
             trace={k: v.tolist() for k, v in self._trace.items()},
             **extra,
             **self._step.estimates(),
@@ -347,20 +376,6 @@ class Optimizer:
         self._auto = None
         self._phase = "final" if evaluate_final else "done"
 
-    def save(self, path: Any) -> None:
-        """Write the whole state to ``path`` (a pickle); see `load`."""
-        with open(path, "wb") as file:
-            pickle.dump(self, file, protocol=pickle.HIGHEST_PROTOCOL)
-
-    @classmethod
-    def load(cls, path: Any) -> Optimizer:
-        """Read a state written by `save`; the run continues bit for bit. Trusted files only."""
-        with open(path, "rb") as file:
-            obj = pickle.load(file)
-        if not isinstance(obj, cls):
-            raise TypeError(f"{path} does not hold a {cls.__name__}, but a {type(obj).__name__}")
-        return obj
-
     def run(
         self,
         fun: Callable[..., Any],
@@ -370,7 +385,11 @@ class Optimizer:
         workers: int | Callable[..., Any] | None = None,
         vectorized: bool = False,
     ) -> OptimizeResult:
-        """Evaluate ``fun`` at every asked point until the run ends; see `zovh_opt.minimize`."""
+        """Evaluate ``fun`` at every asked point until the run ends; see `zovh_opt.minimize`.
+
+        A pending ask (left by an exception in ``fun`` or an interrupt) is completed first:
+        only its missing values are evaluated.
+        """
         from ._evaluation import evaluator
         from ._reporting import Progress, callback_caller
 
@@ -379,25 +398,175 @@ class Optimizer:
         if not isinstance(args, tuple):
             args = (args,)
         notify = callback_caller(callback)
+        if self.status == INTERRUPTED:
+            self.status, self.message = RUNNING, "The run has not ended."
         progress = Progress(self.options["disp"], self.options["progress"], self)
         with evaluator(fun, args, workers, vectorized) as evaluate:
             try:
                 while not self.done:
-                    points = self.ask()
-                    values: list[float] = []
-                    evaluate(points, values)
-                    del points
-                    was_iteration = self._phase != "final"
-                    self.tell(values)
+                    if self._pending is None:
+                        self._open()
+                    evaluate(self._partial, self._point, self._points)
+                    was_iteration = self._pending != "final"
+                    with deferred_interrupts():
+                        self._close(self._partial, 0)
                     if was_iteration:
                         progress.iteration(self)
                         if notify is not None and notify(self) and not self.done:
                             self.stop(CALLBACK, "`callback` raised `StopIteration`.")
             except KeyboardInterrupt:
-                self._interrupt(values)
+                self._observe(self._partial)
+                self.status = INTERRUPTED
+                self.message = (
+                    "Interrupted by the user (KeyboardInterrupt); run() again continues the run."
+                )
+            except BaseException:
+                self._observe(self._partial)
+                raise
             finally:
                 progress.close(self)
         return self.result()
+
+    # checkpoints ----------------------------------------------------------------------------
+
+    def save(self, path: Any) -> None:
+        """Write the whole state to ``path`` as a checkpoint file; `load` continues the run.
+
+        The file is an uncompressed ``.npz`` archive (``numpy.load`` opens it) of the arrays,
+        a JSON header with the options, counters and the array library, device and dtype, and
+        a SHA-256 checksum of it all; it holds no code. It is written to a temporary file in
+        the same directory and renamed over ``path`` once it is complete and on disk, so an
+        interrupted save leaves the previous checkpoint as it was.
+        """
+        from . import __version__
+
+        _checkpoint.write(path, self._state(), package_version=__version__)
+
+    @classmethod
+    def load(cls, path: Any) -> Optimizer:
+        """Read a checkpoint written by `save`; the run continues bit for bit.
+
+        Raises
+        ------
+        zovh_opt.CheckpointError
+            If the file is not a zovh-opt checkpoint, is a pickle of zovh-opt 0.1 (refused:
+            loading a pickle runs code), is damaged or truncated (checksum), comes from a newer
+            format version, needs an array library or device this process lacks, or holds an
+            inconsistent state.
+        OSError
+            If the file cannot be read.
+        """
+        state, written_by = _checkpoint.read(path)
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", OptimizeWarning)  # warned when it was built
+                return cls._from_state(state)
+        except ImportError as error:
+            raise CheckpointError(
+                f"{path} holds arrays of {state['space']['namespace']}, which is not "
+                f"installed: {error}"
+            ) from error
+        except LookupError as error:
+            raise CheckpointError(f"{path}: {error}") from error
+        except (TypeError, ValueError, AttributeError, IndexError) as error:
+            raise CheckpointError(
+                f"{path} (written by zovh-opt {written_by}) holds an inconsistent state: {error}"
+            ) from error
+
+    def _state(self) -> dict[str, Any]:
+        auto = None
+        if self._auto is not None:
+            auto = {k: v for k, v in self._auto.items() if k != "best"}
+            best = self._auto["best"]
+            if best is not None:
+                step = "current" if best[1] is self._step else best[1].state()
+                best = [best[0], step]
+            auto["best"] = best
+        return {
+            "space": self._step.space.describe(),
+            "method": self.method,
+            "method_options": self._method_options,
+            "options": {**self.options, "disp": _disp_option(self.options["disp"])},
+            "source": self._seeds.get_state(),
+            "step": self._step.state(),
+            "x0": self.x0,
+            "auto": auto,
+            "nit": self.nit,
+            "told": self._told,
+            "status": self.status,
+            "message": self.message,
+            "restarts": self.restarts,
+            "phase": self._phase,
+            "pending": self._pending,
+            "partial": self._partial,
+            "best": None if self._best is None else list(self._best),
+            "anchor": list(self._anchor),
+            "scale": self._scale,
+            "first": self._first,
+            "final_values": self._final_values,
+            "recent": list(self._recent),
+            "trace": self._trace,
+            "rejected": self._rejected,
+            "failed_evaluations": self._failed_evaluations,
+            "failed_in_a_row": self._failed_in_a_row,
+            "elapsed": self.elapsed,
+        }
+
+    @classmethod
+    def _from_state(cls, state: dict[str, Any]) -> Optimizer:
+        space = ArraySpace.described(state["space"])
+        x0 = space.to_user(space.zeros((space.dim,)))
+        options = {**state["options"], **state["method_options"]}
+        options["learning_rate"] = state["step"]["learning_rate"]
+        opt = cls(x0, state["method"], options=options, rng=0)
+        opt._seeds.set_state(state["source"])
+        opt._step.load_state(state["step"])
+        vector = opt._step._vector
+        user = space.to_user
+        opt.x0 = None if state["x0"] is None else user(vector(state["x0"]))
+        auto = state["auto"]
+        if auto is not None:
+            best = auto["best"]
+            if best is not None:
+                if best[1] == "current":
+                    step = opt._step
+                else:
+                    step = opt._new_method(opt.x0, best[1]["learning_rate"])
+                    step.load_state(best[1])
+                best = (float(best[0]), step)
+            auto = {**auto, "best": best}
+        opt._auto = auto
+        opt.nit, opt._told = int(state["nit"]), int(state["told"])
+        opt.status, opt.message = int(state["status"]), str(state["message"])
+        opt.restarts = [dict(r) for r in state["restarts"]]
+        if state["phase"] not in ("search", "final", "done"):
+            raise ValueError(f"unknown phase {state['phase']!r}")
+        if state["pending"] not in (None, "search", "final"):
+            raise ValueError(f"unknown pending phase {state['pending']!r}")
+        opt._phase, opt._pending = state["phase"], state["pending"]
+        opt._partial = [None if v is None else float(v) for v in state["partial"]]
+        if (opt._pending is None) != (not opt._partial) or (
+            opt._pending == "search" and not opt._step.asked
+        ):
+            raise ValueError("the pending ask and its values disagree")
+        best = state["best"]
+        opt._best = None if best is None else (float(best[0]), user(vector(best[1])))
+        opt._anchor = (float(state["anchor"][0]), user(vector(state["anchor"][1])))
+        opt._scale = None if state["scale"] is None else float(state["scale"])
+        opt._first = float(state["first"])
+        final = state["final_values"]
+        opt._final_values = None if final is None else [float(v) for v in final]
+        opt._recent.extend(float(v) for v in state["recent"])
+        opt._trace = {
+            "nit": array("q", state["trace"]["nit"].tolist()),
+            "nfev": array("q", state["trace"]["nfev"].tolist()),
+            "fun": array("d", state["trace"]["fun"].tolist()),
+        }
+        opt._rejected = int(state["rejected"])
+        opt._failed_evaluations = int(state["failed_evaluations"])
+        opt._failed_in_a_row = int(state["failed_in_a_row"])
+        opt._elapsed = float(state["elapsed"])
+        return opt
 
     # internals ------------------------------------------------------------------------------
 
@@ -408,35 +577,105 @@ class Optimizer:
         self._rejected += self._step.rejected_steps - step.rejected_steps
         self._step = step
 
-    def _observe(self, points: Any, values: list[float]) -> None:
-        """Keep the best finite point among ``points`` (a copy of its row)."""
-        finite = [(v, i) for i, v in enumerate(values) if math.isfinite(v)]
+    def _open(self) -> None:
+        """Start an ask: check budgets, let the method draw its directions."""
+        if self._pending is not None:
+            raise RuntimeError(
+                "ask() was called twice without tell() in between: tell() the values of the "
+                "pending points (`pending` gives them again), or discard() them"
+            )
+        if self.done:
+            raise RuntimeError(f"the run has ended ({self.message}); see result()")
+        if self._phase == "search":
+            self._check_budgets()
+        if self._phase == "final":
+            n = self.options["final_evaluations"]
+        else:
+            self._step.prepare()
+            n = self._step.points_per_iteration
+        self._pending, self._partial = self._phase, [None] * n
+
+    def _point(self, i: int) -> Any:
+        """Point ``i`` of the pending ask, as a new array."""
+        if self._pending == "final":
+            return self.x
+        return self._step.pending_point(i)
+
+    def _points(self, indices: list[int] | None = None) -> Any:
+        """The pending points (those at ``indices``), stacked in a new array."""
+        n = len(self._partial)
+        if indices is None or list(indices) == list(range(n)):
+            if self._pending == "final":
+                return self.xp.stack([self._step.x] * n)
+            return self._step.pending_points()
+        return self.xp.stack([self._point(i) for i in indices])
+
+    def _close(self, values: list[float], superseded: int) -> None:
+        """The values of the pending ask are in: the best point, the step, the stopping rules."""
+        phase = self._pending
+        self._observe(values)
+        self._told += len(values) + superseded
+        self._pending, self._partial = None, []
+        bad = sum(not math.isfinite(v) for v in values)
+        self._failed_evaluations += bad
+        if phase == "final":
+            self._final_values = list(values)
+            self._phase = "done"
+            return
+        self.nit += 1
+        f_estimate = _mean(values)
+        self._record(f_estimate)
+        failure = None
+        if bad:
+            self._failed_in_a_row += 1
+            if self._failed_in_a_row < FAILED_IN_A_ROW:
+                self._step.discard()  # missing data: the next iteration draws anew
+                return
+            failure = (
+                f"function values were not finite in {FAILED_IN_A_ROW} iterations in a row "
+                f"({bad} of {len(values)} in the last)"
+            )
+            self._failed_in_a_row = 0
+            self._step.discard()
+        else:
+            self._failed_in_a_row = 0
+            failure = self._divergence(values, f_estimate)
+            if failure is None:
+                if f_estimate < self._anchor[0]:
+                    self._anchor = (f_estimate, self._step.x)  # steps make new arrays
+                self._step.tell(values)
+            else:
+                self._step.discard()
+        if self._auto is not None:
+            self._advance_search(failure, f_estimate)
+        elif failure is not None:
+            self._restart(failure)
+        else:
+            self._check_convergence(f_estimate)
+
+    def _observe(self, values: list[float | None]) -> None:
+        """Keep the best finite point among the pending ones with a value (made again: the
+        arrays handed out may have been modified)."""
+        finite = [(v, i) for i, v in enumerate(values) if v is not None and math.isfinite(v)]
         if not finite:
             return
         value, i = min(finite)
         if self._best is not None and value >= self._best[0]:
             return
         xp = self.xp
-        row = points[i, ...]
+        row = self._point(i)
         # a finite sum means finite entries; only an overflowing sum pays for the d-sized mask
         if not math.isfinite(float(xp.sum(row))) and not bool(xp.all(xp.isfinite(row))):
             return
-        if self._best is None:
-            self._best = (value, xp.asarray(row, copy=True))
-        else:  # into the same buffer: no second d-vector while the points are alive
-            self._best[1][...] = row
-            self._best = (value, self._best[1])
+        self._best = (value, row)
 
     def _record(self, f_estimate: float) -> None:
         self._trace["nit"].append(self.nit)
-        self._trace["nfev"].append(self.nfev)
+        self._trace["nfev"].append(self._told)
         self._trace["fun"].append(f_estimate)
 
-    def _failure(self, values: list[float], f_estimate: float) -> str | None:
-        """Why this iteration's values must not reach the estimators, or None."""
-        bad = sum(not math.isfinite(v) for v in values)
-        if bad:
-            return f"{bad} of {len(values)} function values were not finite"
+    def _divergence(self, values: list[float], f_estimate: float) -> str | None:
+        """Why this iteration's (finite) values show diverging iterates, or None."""
         if self._scale is None:
             spread = max(values) - min(values)
             self._scale = max(abs(f_estimate), spread, math.ulp(1.0))
@@ -461,7 +700,7 @@ class Optimizer:
         self._step.restart(x, rate)
         self._recent.clear()
         self.restarts.append(
-            {"nit": self.nit, "nfev": self.nfev, "reason": reason, "learning_rate": rate}
+            {"nit": self.nit, "nfev": self._told, "reason": reason, "learning_rate": rate}
         )
 
     def _advance_search(self, failure: str | None, f_estimate: float) -> None:
@@ -497,7 +736,7 @@ class Optimizer:
         reserve = self._step.points_per_iteration + opts["final_evaluations"]
         if self.nit >= opts["maxiter"]:
             self.stop(MAXITER, "Maximum number of iterations has been exceeded.")
-        elif opts["maxfev"] is not None and self.nfev + reserve > opts["maxfev"]:
+        elif opts["maxfev"] is not None and self._told + reserve > opts["maxfev"]:
             self.stop(MAXFEV, "Maximum number of function evaluations has been exceeded.")
         elif opts["maxtime"] is not None and self.elapsed >= opts["maxtime"]:
             self.stop(MAXTIME, f"Maximum time of {opts['maxtime']:g} s has been exceeded.")
@@ -524,17 +763,6 @@ class Optimizer:
                     f"{window} iterations.",
                 )
 
-    def _interrupt(self, values: list[float]) -> None:
-        """KeyboardInterrupt: keep what was evaluated, end without a final evaluation."""
-        if self._pending is not None:
-            phase, points = self._pending
-            values = values[: points.shape[0]]
-            self._observe(points[: len(values), ...], values)
-            self.nfev += len(values)
-            self._pending = None
-            self._step._asked = None
-        self.stop(INTERRUPTED, "Interrupted by the user (KeyboardInterrupt).", evaluate_final=False)
-
     def _answer(self) -> tuple[Any, float, dict[str, Any]]:
         """The returned point, its value and extra fields (see the class Notes)."""
         final = self._final_values
@@ -543,10 +771,10 @@ class Optimizer:
             n = len(final)
             spread = sum((v - mean) * (v - mean) for v in final) / max(n - 1, 1)
             error = math.sqrt(spread / n) if n > 1 else math.nan
-            return self.xp.asarray(self.x, copy=True), mean, {"fun_std_error": error}
+            return self.x, mean, {"fun_std_error": error}
         extra = {"fun_std_error": math.nan} if self.options["noisy"] else {}
         if self._best is None:
-            return self.xp.asarray(self.x, copy=True), math.nan, extra
+            return self.x, math.nan, extra
         return self.xp.asarray(self._best[1], copy=True), self._best[0], extra
 
     def __getstate__(self) -> dict[str, Any]:
@@ -557,7 +785,7 @@ class Optimizer:
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__dict__.update(state)
-        self.xp = namespace_of(self.x)
+        self.xp = namespace_of(self._step.x)
         self._since = time.perf_counter()
 
 

@@ -47,14 +47,15 @@ def finite_real(name: str, value: Any) -> float:
     return _real(name, value, "a finite number")
 
 
-def integer_at_least(minimum: int) -> Callable[[str, Any], int]:
-    """A validator for integers ``>= minimum``."""
+def integer_between(minimum: int, maximum: int) -> Callable[[str, Any], int]:
+    """A validator for integers in ``[minimum, maximum]``."""
 
     def check(name: str, value: Any) -> int:
+        allowed = f"an integer in [{minimum}, {maximum}]"
         if not isinstance(value, numbers.Integral) or isinstance(value, bool):
-            raise TypeError(f"{name} must be an integer >= {minimum}, got {value!r}")
-        if value < minimum:
-            raise ValueError(f"{name} must be an integer >= {minimum}, got {value!r}")
+            raise TypeError(f"{name} must be {allowed}, got {value!r}")
+        if not minimum <= value <= maximum:
+            raise ValueError(f"{name} must be {allowed}, got {value!r}")
         return int(value)
 
     return check

@@ -9,6 +9,11 @@ import numpy as np
 from .._backend import ArraySpace, DirectionSource, to_host_floats
 from .._options import Option, positive_real, resolve
 
+# Bounds of the integer options: beyond them a run cannot be meant (the directions of one
+# iteration, or the kept queries, would be a matrix of at least 10^4 rows of length d).
+MAX_DIRECTIONS = 10_000
+MAX_HISTORY = 10_000
+
 
 class AskTellMethod:
     """Base class of the optimizers: explicit state and one ``ask``/``tell`` step.
@@ -54,7 +59,8 @@ class AskTellMethod:
         self.source = rng if isinstance(rng, DirectionSource) else DirectionSource(rng)
         self.amplification = 1.0
         self.rejected_steps = 0
-        self._asked = None
+        self._asked = False
+        self._rows: tuple[int, Any] | None = None  # block number and directions of the ask
 
     def __getstate__(self) -> dict[str, Any]:
         state = dict(self.__dict__)
@@ -75,35 +81,75 @@ class AskTellMethod:
         """How many points each ``ask`` returns."""
         raise NotImplementedError
 
+    @property
+    def asked(self) -> bool:
+        """True between an ``ask`` and its ``tell`` (or `discard`)."""
+        return self._asked
+
     def ask(self) -> Any:
-        """Return the points to evaluate next, shape ``(points_per_iteration, d)``."""
-        if self._asked is not None:
+        """Return the points to evaluate next, shape ``(points_per_iteration, d)``: a new
+        array, the caller's to keep or modify."""
+        self.prepare()
+        return self.pending_points()
+
+    def prepare(self) -> None:
+        """Start the next ask without making its points: draw its directions. The points are
+        then `pending_points` (or one at a time, `pending_point`)."""
+        if self._asked:
             raise RuntimeError("ask() was called twice without tell() in between")
-        points, asked = self._ask()
-        self._asked = (asked,)
+        self._prepare()
+        self._asked = True
+
+    def pending_points(self) -> Any:
+        """The points of the pending ``ask`` again, bit for bit, as a new array."""
+        directions, scales, center = self._pending_layout()
+        if not center and len(scales) == 1:
+            points = directions * scales[0]
+            points += self._x
+            return self.space.to_user(points)
+        n, first = directions.shape[0], int(center)
+        points = self.space.empty((first + n * len(scales), self.space.dim))
+        if center:
+            points[0, ...] = self._x
+        for j, scale in enumerate(scales):
+            rows = slice(first + j * n, first + (j + 1) * n)
+            points[rows, ...] = directions * scale
+            points[rows, ...] += self._x
         return self.space.to_user(points)
+
+    def pending_point(self, i: int) -> Any:
+        """Row ``i`` of `pending_points`, bit for bit, as a new ``(d,)`` array."""
+        directions, scales, center = self._pending_layout()
+        if center and i == 0:
+            return self.space.to_user(self.xp.asarray(self._x, copy=True))
+        j, n = i - int(center), directions.shape[0]
+        row = directions[j % n, ...] * scales[j // n]
+        row += self._x
+        return self.space.to_user(row)
 
     def tell(self, values: Any) -> None:
         """Take the function values of the last ``ask`` and take one step.
 
         ``values``: a one-dimensional array of any namespace, or a sequence of real numbers.
         """
-        if self._asked is None:
+        if not self._asked:
             raise RuntimeError("tell() needs a preceding ask()")
         if type(values) is not np.ndarray or values.dtype != np.float64:
             values = np.asarray(to_host_floats(values, "values"), dtype=np.float64)
         n = self.points_per_iteration
         if values.shape != (n,):
             raise ValueError(f"tell() expects {n} values, got shape {tuple(values.shape)}")
-        (asked,), self._asked = self._asked, None
-        self._tell(asked, values)
+        self._asked = False
+        self._tell(values)
+        self._rows = None
         self.nit += 1
         self.nfev += n
 
     def discard(self) -> None:
         """Forget the last ``ask`` without a step (its values are missing); the next ``ask``
         draws new directions."""
-        self._asked = None
+        self._asked = False
+        self._rows = None
 
     def restart(self, x: Any, learning_rate: float) -> None:
         """Start afresh from ``x`` (copied) with ``learning_rate``: pending asks and kept
@@ -111,7 +157,7 @@ class AskTellMethod:
         self._x = self.space.copy_in(x)
         self.learning_rate = float(learning_rate)
         self.amplification = 1.0
-        self._asked = None
+        self.discard()
 
     @property
     def step_norm(self) -> float:
@@ -122,31 +168,68 @@ class AskTellMethod:
         """Extra fields for the result (``jac``, ``hess_inv``) from the latest queries."""
         return {}
 
+    # checkpoints --------------------------------------------------------------------------
+
+    def state(self) -> dict[str, Any]:
+        """Everything that changes during a run, as plain data and arrays (a checkpoint's
+        part for this method; the options and the direction source are stored beside it)."""
+        return {
+            "x": self._x,
+            "learning_rate": self.learning_rate,
+            "nit": self.nit,
+            "nfev": self.nfev,
+            "amplification": self.amplification,
+            "rejected_steps": self.rejected_steps,
+            "asked": self._asked,
+            "rows": None if self._rows is None else [self._rows[0], self._rows[1].shape[0]],
+        }
+
+    def load_state(self, state: dict[str, Any]) -> None:
+        """Continue from a `state` of a method built with the same options and source."""
+        self._x = self._vector(state["x"])
+        self.learning_rate = positive_real("learning_rate", state["learning_rate"])
+        self.nit, self.nfev = int(state["nit"]), int(state["nfev"])
+        self.amplification = float(state["amplification"])
+        self.rejected_steps = int(state["rejected_steps"])
+        self._asked = bool(state["asked"])
+        rows = state["rows"]
+        self._rows = None if rows is None else (int(rows[0]), self._draw_rows(*rows))
+
+    def _vector(self, host: Any) -> Any:
+        """A ``(d,)`` host array of a checkpoint as a compute array (checked)."""
+        if host is None:
+            return None
+        if host.shape != (self.space.dim,):
+            raise ValueError(f"expected shape ({self.space.dim},), got {host.shape}")
+        return self.space.from_numpy(host)
+
     # helpers for subclasses ---------------------------------------------------------------
 
-    def _points(self, directions: Any, scale: float, *, with_center: bool = False) -> Any:
-        """Rows ``x + scale * u`` for the rows ``u`` of ``directions``, in one new array.
-
-        With ``with_center`` the first row is ``x`` itself.
-        """
-        if not with_center:
-            points = directions * scale
-            points += self._x
-            return points
-        points = self.space.empty((directions.shape[0] + 1, self.space.dim))
-        points[0, ...] = self._x
-        points[1:, ...] = directions * scale
-        points[1:, ...] += self._x
-        return points
-
     def _draw(self, n: int) -> Any:
-        """``n`` fresh directions, ``(n, d)``: the next block of the run's source."""
-        return self.source.draw(self.source.next_block(), n, self.space)
+        """``n`` fresh directions, ``(n, d)``: the next block of the run's source, kept as
+        the pending ask's rows until its ``tell``."""
+        block = self.source.next_block()
+        self._rows = (block, self._draw_rows(block, n))
+        return self._rows[1]
 
-    def _ask(self) -> tuple[Any, Any]:
+    def _draw_rows(self, block: int, n: int) -> Any:
+        return self.source.draw(int(block), int(n), self.space)
+
+    def _prepare(self) -> None:
+        """Draw what the next ``ask`` needs."""
         raise NotImplementedError
 
-    def _tell(self, asked: Any, values: Any) -> None:
+    def _pending_layout(self) -> tuple[Any, tuple[float, ...], bool]:
+        """The pending points as ``(directions, scales, with_center)``: ``x`` first when
+        ``with_center``, then ``x + s * u`` for each ``s`` in ``scales`` and each row ``u``."""
+        if not self._asked:
+            raise RuntimeError("there is no pending ask")
+        return self._layout()
+
+    def _layout(self) -> tuple[Any, tuple[float, ...], bool]:
+        raise NotImplementedError
+
+    def _tell(self, values: Any) -> None:
         raise NotImplementedError
 
 
@@ -162,6 +245,13 @@ class GradientStepMethod(AskTellMethod):
     def __init__(self, x0: Any, *, rng: Any = None, **options: Any) -> None:
         super().__init__(x0, rng=rng, **options)
         self._direction = None
+
+    def state(self) -> dict[str, Any]:
+        return {**super().state(), "direction": self._direction}
+
+    def load_state(self, state: dict[str, Any]) -> None:
+        super().load_state(state)
+        self._direction = self._vector(state["direction"])
 
     def _move(self, direction: Any) -> None:
         self._direction = direction

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from .._options import Option, fraction, integer_at_least
-from ._base import GradientStepMethod
+from .._options import Option, fraction, integer_between
+from ._base import MAX_DIRECTIONS, GradientStepMethod
 
 
 class HiZOO(GradientStepMethod):
@@ -48,13 +48,14 @@ class HiZOO(GradientStepMethod):
     direction_is_gradient = False  # the step is preconditioned
     options = {
         **GradientStepMethod.options,
-        "n_directions": Option(1, integer_at_least(1)),
+        "n_directions": Option(1, integer_between(1, MAX_DIRECTIONS)),
         "hessian_smoothing": Option(1e-8, fraction),
     }
 
     def __init__(self, x0: Any, *, rng: Any = None, **options: Any) -> None:
         super().__init__(x0, rng=rng, **options)
         self._hess_diag = self.xp.ones_like(self._x)
+        self._scaled = None
 
     def restart(self, x: Any, learning_rate: float) -> None:
         super().restart(x, learning_rate)
@@ -69,18 +70,29 @@ class HiZOO(GradientStepMethod):
     def points_per_iteration(self) -> int:
         return 2 * self.n_directions + 1
 
-    def _ask(self) -> tuple[Any, Any]:
-        rows = self._draw(self.n_directions)
-        scaled = rows / self.xp.sqrt(self._hess_diag)
-        points = self.xp.concat(
-            [
-                self._points(scaled, self.smoothing, with_center=True),
-                self._points(scaled, -self.smoothing),
-            ]
-        )
-        return points, rows
+    def state(self) -> dict[str, Any]:
+        return {**super().state(), "hess_diag": self._hess_diag}
 
-    def _tell(self, rows: Any, values: Any) -> None:
+    def load_state(self, state: dict[str, Any]) -> None:
+        super().load_state(state)
+        self._hess_diag = self._vector(state["hess_diag"])
+        self._scaled = None
+
+    def discard(self) -> None:
+        super().discard()
+        self._scaled = None
+
+    def _prepare(self) -> None:
+        self._draw(self.n_directions)
+        self._scaled = None
+
+    def _layout(self) -> tuple[Any, tuple[float, ...], bool]:
+        if self._scaled is None:  # kept until the tell: every pending point reads it
+            self._scaled = self._rows[1] / self.xp.sqrt(self._hess_diag)
+        return self._scaled, (self.smoothing, -self.smoothing), True
+
+    def _tell(self, values: Any) -> None:
+        rows, self._scaled = self._rows[1], None
         xp, K, mu = self.xp, self.n_directions, self.smoothing
         y0, y_plus, y_minus = values[0], values[1 : K + 1], values[K + 1 :]
         curvature = (y_plus - 2 * y0 + y_minus) / (2 * K) / mu / mu

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from .._options import Option, integer_at_least
-from ._base import GradientStepMethod
+from .._options import Option, integer_between
+from ._base import MAX_DIRECTIONS, GradientStepMethod
 
 
 class MeZO(GradientStepMethod):
@@ -35,21 +35,20 @@ class MeZO(GradientStepMethod):
     name = "mezo"
     options = {
         **GradientStepMethod.options,
-        "n_directions": Option(1, integer_at_least(1)),
+        "n_directions": Option(1, integer_between(1, MAX_DIRECTIONS)),
     }
 
     @property
     def points_per_iteration(self) -> int:
         return 2 * self.n_directions
 
-    def _ask(self) -> tuple[Any, Any]:
-        rows = self._draw(self.n_directions)
-        points = self.xp.concat(
-            [self._points(rows, self.smoothing), self._points(rows, -self.smoothing)]
-        )
-        return points, rows
+    def _prepare(self) -> None:
+        self._draw(self.n_directions)
 
-    def _tell(self, rows: Any, values: Any) -> None:
+    def _layout(self) -> tuple[Any, tuple[float, ...], bool]:
+        return self._rows[1], (self.smoothing, -self.smoothing), False
+
+    def _tell(self, values: Any) -> None:
         K = self.n_directions
         coef = (values[:K] - values[K:]) / (2 * self.smoothing * K)
-        self._move(self.space.from_host(coef) @ rows)
+        self._move(self.space.from_host(coef) @ self._rows[1])

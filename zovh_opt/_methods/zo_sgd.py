@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from .._options import Option, integer_at_least
-from ._base import GradientStepMethod
+from .._options import Option, integer_between
+from ._base import MAX_DIRECTIONS, GradientStepMethod
 
 
 class ZOSGD(GradientStepMethod):
@@ -36,17 +36,19 @@ class ZOSGD(GradientStepMethod):
     name = "zo-sgd"
     options = {
         **GradientStepMethod.options,
-        "n_directions": Option(3, integer_at_least(1)),
+        "n_directions": Option(3, integer_between(1, MAX_DIRECTIONS)),
     }
 
     @property
     def points_per_iteration(self) -> int:
         return self.n_directions + 1
 
-    def _ask(self) -> tuple[Any, Any]:
-        rows = self._draw(self.n_directions)
-        return self._points(rows, self.smoothing, with_center=True), rows
+    def _prepare(self) -> None:
+        self._draw(self.n_directions)
 
-    def _tell(self, rows: Any, values: Any) -> None:
+    def _layout(self) -> tuple[Any, tuple[float, ...], bool]:
+        return self._rows[1], (self.smoothing,), True
+
+    def _tell(self, values: Any) -> None:
         coef = (values[1:] - values[0]) / (self.smoothing * self.n_directions)
-        self._move(self.space.from_host(coef) @ rows)
+        self._move(self.space.from_host(coef) @ self._rows[1])

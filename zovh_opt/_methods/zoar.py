@@ -6,8 +6,8 @@ from typing import Any
 
 from .. import estimators
 from .._history import STORAGES, QueryHistory
-from .._options import Option, integer_at_least, one_of
-from ._base import GradientStepMethod
+from .._options import Option, integer_between, one_of
+from ._base import MAX_DIRECTIONS, MAX_HISTORY, GradientStepMethod
 
 
 class ZOAR(GradientStepMethod):
@@ -38,8 +38,8 @@ class ZOAR(GradientStepMethod):
     name = "zoar"
     options = {
         **GradientStepMethod.options,
-        "n_directions": Option(3, integer_at_least(1)),
-        "history": Option(4, integer_at_least(1)),
+        "n_directions": Option(3, integer_between(1, MAX_DIRECTIONS)),
+        "history": Option(4, integer_between(1, MAX_HISTORY)),
         "directions": Option("vectors", one_of(*STORAGES)),
     }
 
@@ -67,14 +67,24 @@ class ZOAR(GradientStepMethod):
         super().discard()
         self.queries.discard()
 
+    def state(self) -> dict[str, Any]:
+        return {**super().state(), "queries": self.queries.state()}
+
+    def load_state(self, state: dict[str, Any]) -> None:
+        super().load_state(state)
+        self.queries.load_state(state["queries"])
+
     @property
     def points_per_iteration(self) -> int:
         return self.n_directions
 
-    def _ask(self) -> tuple[Any, Any]:
-        return self._points(self.queries.new_block(), self.smoothing), None
+    def _prepare(self) -> None:
+        self.queries.new_block()
 
-    def _tell(self, rows: Any, values: Any) -> None:
+    def _layout(self) -> tuple[Any, tuple[float, ...], bool]:
+        return self.queries.new_block(), (self.smoothing,), False
+
+    def _tell(self, values: Any) -> None:
         self.queries.push(values)
         y, mu = self.queries.values(), self.smoothing
         if y.shape[0] < 2:  # K = 1: the first iteration has no baseline to compare with

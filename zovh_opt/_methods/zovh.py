@@ -10,8 +10,8 @@ from scipy.optimize import OptimizeWarning
 
 from .. import estimators
 from .._history import STORAGES, QueryHistory
-from .._options import Option, integer_at_least, one_of, positive_real
-from ._base import AskTellMethod
+from .._options import Option, integer_between, one_of, positive_real
+from ._base import MAX_DIRECTIONS, MAX_HISTORY, AskTellMethod
 
 
 class ZoVH(AskTellMethod):
@@ -58,13 +58,14 @@ class ZoVH(AskTellMethod):
     """
 
     max_amplification = 10.0
+    max_queries = 4096  # M = N K: the host algebra is O(M^2) per iteration, O(M^3) if exact
 
     name = "zovh"
     options = {
         **AskTellMethod.options,
         "regularization": Option(0.1, positive_real),
-        "n_directions": Option(3, integer_at_least(2)),
-        "history": Option(4, integer_at_least(1)),
+        "n_directions": Option(3, integer_between(2, MAX_DIRECTIONS)),
+        "history": Option(4, integer_between(1, MAX_HISTORY)),
         "product": Option("shared", one_of("shared", "decoupled")),
         "inverse": Option("diagonal", one_of("diagonal", "exact")),
         "directions": Option("vectors", one_of(*STORAGES)),
@@ -77,13 +78,19 @@ class ZoVH(AskTellMethod):
                 "n_directions must be >= 3 for product='shared' (the leave-one-out correction "
                 f"divides by M - 2), got {self.n_directions}"
             )
+        M = self.history * self.points_per_iteration
+        if M > self.max_queries:
+            raise ValueError(
+                f"the history must keep at most {self.max_queries} queries (the Gram matrix of "
+                f"the kept queries is M x M on the host), got history * points per iteration "
+                f"= {self.history} * {self.points_per_iteration} = {M}"
+            )
         self._exact = self.inverse == "exact"
         self.queries = QueryHistory(
             self.space, self.source, self.history, self.points_per_iteration, self.directions
         )
         self._step_sq = None  # |p|^2 of the latest step taken
         self.rejected_steps = 0
-        M = self.history * self.n_directions
         d = self.space.dim
         if not self._exact and d < 2 * M:
             warnings.warn(
@@ -103,6 +110,15 @@ class ZoVH(AskTellMethod):
         super().discard()
         self.queries.discard()
 
+    def state(self) -> dict[str, Any]:
+        return {**super().state(), "queries": self.queries.state(), "step_sq": self._step_sq}
+
+    def load_state(self, state: dict[str, Any]) -> None:
+        super().load_state(state)
+        self.queries.load_state(state["queries"])
+        step_sq = state["step_sq"]
+        self._step_sq = None if step_sq is None else float(step_sq)
+
     @property
     def step_norm(self) -> float:
         """``learning_rate * sqrt(c^T G c)``: read from the Gram matrix, no pass over ``d``."""
@@ -114,10 +130,13 @@ class ZoVH(AskTellMethod):
     def points_per_iteration(self) -> int:
         return self.n_directions * (2 if self.product == "decoupled" else 1)
 
-    def _ask(self) -> tuple[Any, Any]:
-        return self._points(self.queries.new_block(), self.smoothing), None
+    def _prepare(self) -> None:
+        self.queries.new_block()
 
-    def _tell(self, rows: Any, values: Any) -> None:
+    def _layout(self) -> tuple[Any, tuple[float, ...], bool]:
+        return self.queries.new_block(), (self.smoothing,), False
+
+    def _tell(self, values: Any) -> None:
         self.queries.push(values)
         gram = self.queries.gram()
         c, plain = self._step_coefficients(gram, self.queries.values())

@@ -1,0 +1,236 @@
+"""Checkpoints are arrays and plain data: safe to load, checked on load, written atomically."""
+
+from __future__ import annotations
+
+import copy
+import json
+import os
+import pickle
+import zipfile
+
+import numpy as np
+import pytest
+
+import zovh_opt
+from zovh_opt import CheckpointError, Optimizer, _checkpoint
+from zovh_opt.problems import rosenbrock
+
+D = 30
+
+
+def sphere(x):
+    return float(x @ x)
+
+
+def mid_run(**options):
+    """A ZoVH run saved between an ask and its tell, with one value of the ask obtained."""
+    opt = Optimizer(np.linspace(-1, 1, D), rng=3, options={"learning_rate": 1e-3, **options})
+    for _ in range(7):
+        points = opt.ask()
+        opt.tell([sphere(p) for p in points])
+    opt.ask()
+    opt._partial[0] = 1.5  # as `run` leaves it when fun raised at the second point
+    return opt
+
+
+def tree(opt):
+    """The state a checkpoint of ``opt`` holds, detached from the live run."""
+    state = copy.deepcopy(opt._state())
+    del state["elapsed"]
+    return state
+
+
+def assert_same_tree(a, b, where="state"):
+    if isinstance(a, dict):
+        assert isinstance(b, dict) and sorted(a) == sorted(b), where
+        for k in a:
+            assert_same_tree(a[k], b[k], f"{where}.{k}")
+    elif isinstance(a, (list, tuple)):
+        assert isinstance(b, (list, tuple)) and len(a) == len(b), where
+        for i, (u, v) in enumerate(zip(a, b, strict=True)):
+            assert_same_tree(u, v, f"{where}[{i}]")
+    elif hasattr(a, "shape") or hasattr(a, "typecode"):
+        u, v = np.asarray(a), np.asarray(b)
+        assert u.dtype == v.dtype and np.array_equal(u, v, equal_nan=True), where
+    elif isinstance(a, float) and a != a:
+        assert b != b, where
+    else:
+        assert a == b, where
+
+
+@pytest.mark.parametrize(
+    "method, options",
+    [
+        ("zovh", {}),
+        ("zovh", {"directions": "seeds", "product": "decoupled", "history": 2, "disp": True}),
+        ("zovh", {"learning_rate": "auto", "maxiter": 40}),
+        ("hizoo", {"hessian_smoothing": 0.1}),
+        ("zoar", {}),
+    ],
+)
+def test_a_checkpoint_loads_to_the_state_saved(method, options, tmp_path):
+    opt = Optimizer(
+        np.linspace(-1, 1, D), method, rng=3, options={"learning_rate": 1e-3, **options}
+    )
+    for _ in range(25):  # with "auto": in the middle of the learning-rate search
+        points = opt.ask()
+        opt.tell([sphere(p) for p in points])
+    opt.ask()
+    opt.save(tmp_path / "run.npz")
+    assert_same_tree(tree(opt), tree(Optimizer.load(tmp_path / "run.npz")))
+
+
+def test_the_file_is_an_npz_with_a_json_header_and_a_checksum(tmp_path):
+    mid_run().save(tmp_path / "run.npz")
+    with np.load(tmp_path / "run.npz", allow_pickle=False) as npz:
+        header = json.loads(npz["header.json"])
+        ring = npz[header["state"]["step"]["queries"]["ring"]["$array"]]
+    assert header["format"] == "zovh-opt checkpoint" and header["version"] == 1
+    assert header["zovh_opt"] == zovh_opt.__version__
+    assert header["state"]["space"] == {
+        "namespace": "numpy",
+        "device": "cpu",
+        "dtype": "float64",
+        "dim": D,
+    }
+    assert ring.shape == (12, D) and ring.dtype == np.float64
+    comment = zipfile.ZipFile(tmp_path / "run.npz").comment
+    assert len(comment) == 64 and int(comment, 16) >= 0  # the SHA-256 of the bytes before it
+
+
+def test_a_pickle_is_refused_without_running_its_code(tmp_path):
+    marker = tmp_path / "ran"
+
+    class Payload:
+        def __reduce__(self):
+            return (open, (str(marker), "w"))
+
+    path = tmp_path / "old.pkl"
+    path.write_bytes(pickle.dumps(Payload()))
+    with pytest.raises(CheckpointError, match="is a pickle, as zovh-opt 0.1 wrote"):
+        Optimizer.load(path)
+    assert not marker.exists()
+
+
+def test_every_flipped_bit_and_every_truncation_is_detected(tmp_path):
+    """Thousands of damaged copies: each loads to the state saved or raises CheckpointError."""
+    opt = mid_run()
+    original = tmp_path / "run.npz"
+    opt.save(original)
+    expected = tree(opt)
+    data = original.read_bytes()
+    rng = np.random.default_rng(0)
+    damaged = tmp_path / "damaged.npz"
+    outcomes = {"error": 0, "same": 0}
+
+    def check(blob):
+        damaged.write_bytes(blob)
+        try:
+            loaded = Optimizer.load(damaged)
+        except CheckpointError:
+            outcomes["error"] += 1
+            return
+        assert_same_tree(expected, tree(loaded))
+        outcomes["same"] += 1
+
+    for position in rng.integers(0, len(data), size=3000):
+        blob = bytearray(data)
+        blob[position] ^= 1 << int(rng.integers(8))
+        check(bytes(blob))
+    for length in range(0, len(data), 7):
+        check(data[:length])
+    check(data + b"\0")
+    assert outcomes["error"] >= 3000  # only a flipped letter case in the checksum can load
+
+
+def rewrite(path, edit):
+    """``path`` with its header edited by ``edit`` and a valid checksum: a crafted file."""
+    with zipfile.ZipFile(path) as archive:
+        members = {info.filename: archive.read(info) for info in archive.infolist()}
+    header = json.loads(members["header.json"])
+    edit(header)
+    members["header.json"] = json.dumps(header).encode()
+    with open(path, "w+b") as file:
+        with zipfile.ZipFile(file, "w") as archive:
+            archive.comment = b"0" * 64
+            for name, data in members.items():
+                archive.writestr(name, data)
+        size = file.tell()
+        digest = _checkpoint._sha256(file, size - 64)
+        file.seek(size - 64)
+        file.write(digest.encode())
+
+
+@pytest.mark.parametrize(
+    "edit, match",
+    [
+        (lambda h: h.update(version=2), "format version 2; this zovh-opt .* reads version 1"),
+        (lambda h: h.update(format="other"), "is not a zovh-opt checkpoint"),
+        (lambda h: h["state"].update(method="newton"), "inconsistent state: method must be"),
+        (lambda h: h["state"]["space"].update(namespace="cupy"), "arrays of cupy"),
+        (lambda h: h["state"]["space"].update(device="tpu:3"), "no device 'tpu:3'"),
+        (lambda h: h["state"]["space"].update(dim=D + 1), "inconsistent state: expected shape"),
+        (lambda h: h["state"]["step"].update(x={"$array": "a99"}), "not a valid zovh-opt"),
+        (lambda h: h["state"].update(pending=None), "pending ask and its values disagree"),
+        (lambda h: h["state"]["options"].update(maxiter=0), "maxiter must be an integer"),
+        (lambda h: h["state"]["step"]["queries"].update(order=[0, 0]), "history's blocks"),
+    ],
+)
+def test_a_crafted_file_with_a_valid_checksum_is_checked(edit, match, tmp_path):
+    path = tmp_path / "run.npz"
+    mid_run().save(path)
+    rewrite(path, edit)
+    with pytest.raises(CheckpointError, match=match):
+        Optimizer.load(path)
+
+
+def test_not_a_checkpoint(tmp_path):
+    for name, data in [("empty", b""), ("text", b"x = 1\n"), ("zip", b"PK\x03\x04" + bytes(99))]:
+        (tmp_path / name).write_bytes(data)
+        with pytest.raises(CheckpointError):
+            Optimizer.load(tmp_path / name)
+    with pytest.raises(FileNotFoundError):
+        Optimizer.load(tmp_path / "missing.npz")
+
+
+def test_an_interrupted_save_leaves_the_previous_checkpoint(tmp_path, monkeypatch):
+    path = tmp_path / "run.npz"
+    opt = mid_run()
+    opt.save(path)
+    saved = tree(opt)
+    opt.tell([1.0, 2.0, 3.0])
+    calls = []
+    write_array = np.lib.format.write_array
+
+    def interrupted(*args, **kwargs):
+        calls.append(1)
+        if len(calls) == 3:
+            raise KeyboardInterrupt  # Ctrl-C in the middle of the arrays
+        return write_array(*args, **kwargs)
+
+    monkeypatch.setattr(np.lib.format, "write_array", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        opt.save(path)
+    assert os.listdir(tmp_path) == ["run.npz"]  # no temporary file left behind
+    assert_same_tree(saved, tree(Optimizer.load(path)))
+
+
+def test_a_run_resumed_after_an_exception_and_a_checkpoint_is_the_uninterrupted_run(tmp_path):
+    opts = {"learning_rate": 1e-6, "maxiter": 40}
+    x0 = np.random.default_rng(0).standard_normal(D)
+    whole = zovh_opt.minimize(rosenbrock, x0, rng=5, options=opts)
+    calls = []
+
+    def crashes_once(x):
+        calls.append(1)
+        if len(calls) == 50:
+            raise RuntimeError("node lost")
+        return rosenbrock(x)
+
+    opt = Optimizer(x0, rng=5, options=opts)
+    with pytest.raises(RuntimeError, match="node lost"):
+        opt.run(crashes_once)
+    opt.save(tmp_path / "run.npz")
+    res = Optimizer.load(tmp_path / "run.npz").run(rosenbrock)
+    assert np.array_equal(res.x, whole.x) and res.fun == whole.fun
+    assert (res.nit, res.nfev, res.trace) == (whole.nit, whole.nfev, whole.trace)
