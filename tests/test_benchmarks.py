@@ -56,6 +56,7 @@ def test_hessian_error_quick(tmp_path):
             assert mean["zovh N=6"] < mean["zovh N=1"], case
 
 
+@pytest.mark.slow
 def test_synthetic_quick(tmp_path):
     data = quick("synthetic", tmp_path)["data"]["data"]
     for name in ("quadratic", "levy", "rosenbrock", "ackley"):
@@ -91,6 +92,7 @@ def test_attack_objective_is_the_targeted_margin():
             np.testing.assert_array_equal(values < 0, top == target)
 
 
+@pytest.mark.slow
 def test_attack_quick(tmp_path):
     pytest.importorskip("torch")
     pytest.importorskip("sklearn")
@@ -113,6 +115,7 @@ def test_peers_budget_is_hard():
     np.testing.assert_array_equal(f.best_x, [0.5, 0.0])
 
 
+@pytest.mark.slow
 def test_peers_quick(tmp_path):
     pytest.importorskip("cma")
     data = quick("peers", tmp_path)["data"]

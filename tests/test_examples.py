@@ -27,7 +27,13 @@ def test_every_example_is_listed():
     assert sorted(p.name for p in EXAMPLES.glob("*.py")) == sorted(EXPECT)
 
 
-@pytest.mark.parametrize("name", sorted(EXPECT))
+@pytest.mark.parametrize(
+    "name",
+    [
+        pytest.param(n, marks=pytest.mark.slow) if n == "adversarial_attack.py" else n
+        for n in sorted(EXPECT)
+    ],
+)
 def test_example_runs(name, tmp_path):
     for module in NEEDS.get(name, ()):
         if importlib.util.find_spec(module) is None:

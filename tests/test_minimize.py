@@ -169,6 +169,7 @@ def test_result_hess_inv_is_the_history_inverse():
 # --- end to end ----------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_rosenbrock_zovh_beats_zo_sgd_at_equal_budget():
     """d = 1000, x0 ~ N(0, I), 30000 evaluations each, each method at its best rate of a grid.
 
