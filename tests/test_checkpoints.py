@@ -234,3 +234,29 @@ def test_a_run_resumed_after_an_exception_and_a_checkpoint_is_the_uninterrupted_
     res = Optimizer.load(tmp_path / "run.npz").run(rosenbrock)
     assert np.array_equal(res.x, whole.x) and res.fun == whole.fun
     assert (res.nit, res.nfev, res.trace) == (whole.nit, whole.nfev, whole.trace)
+
+
+def test_a_checkpoint_keeps_a_non_default_device(tmp_path):
+    """array-api-strict's second device stands in for a GPU: it is recorded, and the loaded
+    run computes there and gives the uninterrupted run's result."""
+    xps = pytest.importorskip("array_api_strict")
+    device = xps.Device("device1")
+    x0 = xps.asarray(np.linspace(-1, 1, D), device=device)
+
+    def fun(x):
+        assert x.device == device
+        return float(xps.sum(x * x))
+
+    opts = {"maxiter": 12, "learning_rate": 1e-3}
+    whole = zovh_opt.minimize(fun, x0, rng=0, options=opts)
+    opt = Optimizer(x0, rng=0, options=opts)
+    for _ in range(5):
+        points = opt.ask()
+        opt.tell([fun(points[i, ...]) for i in range(points.shape[0])])
+    opt.ask()
+    opt.save(tmp_path / "run.npz")
+    loaded = Optimizer.load(tmp_path / "run.npz")
+    assert loaded._state()["space"]["device"] == str(device)
+    res = loaded.run(fun)
+    assert res.x.device == device and res.fun == whole.fun
+    assert bool(xps.all(res.x == whole.x)) and res.nfev == whole.nfev
