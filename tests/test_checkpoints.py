@@ -174,6 +174,7 @@ def rewrite(path, edit):
         (lambda h: h["state"].update(pending=None), "pending ask and its values disagree"),
         (lambda h: h["state"]["options"].update(maxiter=0), "maxiter must be an integer"),
         (lambda h: h["state"]["step"]["queries"].update(order=[0, 0]), "history's blocks"),
+        (lambda h: h["state"]["step"].update(asked=False), "ask and the query history disagree"),
     ],
 )
 def test_a_crafted_file_with_a_valid_checksum_is_checked(edit, match, tmp_path):

@@ -78,6 +78,11 @@ class QueryHistory:
         return len(self._order) * self.width
 
     @property
+    def pending(self) -> bool:
+        """True between `new_block` and `push` (or `discard`)."""
+        return self._pending is not None
+
+    @property
     def blocks(self) -> list[int]:
         """Block numbers of the kept iterations, oldest first."""
         return [self._blocks[s] for s in self._order]

@@ -22,12 +22,14 @@ class AskTellMethod:
     dtype and device of ``x0``; ``tell(values)`` takes their function values (``(n_points,)``)
     and moves the iterate. ``minimize`` drives exactly this loop; users can drive it themselves.
 
-    Subclasses set ``name``, ``options`` (name -> `Option`) and implement ``_ask``, ``_tell``
-    and ``step_norm``; those that keep state across iterations also extend ``restart``. They
-    compute in ``self.xp`` on ``self._x`` (`ArraySpace` says why that can differ from the
-    caller's namespace) and hand out arrays through ``self.space.to_user``. Function values
-    reach ``_tell`` as a NumPy float64 array: the small per-iteration algebra stays on the
-    host.
+    Subclasses set ``name``, ``options`` (name -> `Option`) and implement ``_prepare`` (draw
+    the directions of the next ask), ``_layout`` (the pending points as directions and
+    scales, from which `pending_points` and `pending_point` make them bit for bit), ``_tell``
+    and ``step_norm``; those that keep state across iterations also extend ``restart``,
+    ``discard``, ``state`` and ``load_state``. They compute in ``self.xp`` on ``self._x``
+    (`ArraySpace` says why that can differ from the caller's namespace) and hand out arrays
+    through ``self.space.to_user``. Function values reach ``_tell`` as a NumPy float64 array:
+    the small per-iteration algebra stays on the host.
 
     After each ``tell``, ``amplification`` is the ratio of the step's length to that of the plain
     gradient step the same values give (1 for gradient methods), and ``rejected_steps`` counts
@@ -35,6 +37,7 @@ class AskTellMethod:
     """
 
     name = ""
+    keeps_rows = True  # the pending ask's directions are `_rows` (else the query history's)
     options: dict[str, Option] = {
         "learning_rate": Option(1e-4, positive_real),
         "smoothing": Option(0.1, positive_real),
@@ -194,6 +197,8 @@ class AskTellMethod:
         self._asked = bool(state["asked"])
         rows = state["rows"]
         self._rows = None if rows is None else (int(rows[0]), self._draw_rows(*rows))
+        if self.keeps_rows and self._asked != (self._rows is not None):
+            raise ValueError("the pending ask and its directions disagree")
 
     def _vector(self, host: Any) -> Any:
         """A ``(d,)`` host array of a checkpoint as a compute array (checked)."""

@@ -36,6 +36,7 @@ class ZOAR(GradientStepMethod):
     """
 
     name = "zoar"
+    keeps_rows = False
     options = {
         **GradientStepMethod.options,
         "n_directions": Option(3, integer_between(1, MAX_DIRECTIONS)),
@@ -73,6 +74,8 @@ class ZOAR(GradientStepMethod):
     def load_state(self, state: dict[str, Any]) -> None:
         super().load_state(state)
         self.queries.load_state(state["queries"])
+        if self._asked != self.queries.pending:
+            raise ValueError("the pending ask and the query history disagree")
 
     @property
     def points_per_iteration(self) -> int:

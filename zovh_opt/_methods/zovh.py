@@ -61,6 +61,7 @@ class ZoVH(AskTellMethod):
     max_queries = 4096  # M = N K: the host algebra is O(M^2) per iteration, O(M^3) if exact
 
     name = "zovh"
+    keeps_rows = False
     options = {
         **AskTellMethod.options,
         "regularization": Option(0.1, positive_real),
@@ -116,6 +117,8 @@ class ZoVH(AskTellMethod):
     def load_state(self, state: dict[str, Any]) -> None:
         super().load_state(state)
         self.queries.load_state(state["queries"])
+        if self._asked != self.queries.pending:
+            raise ValueError("the pending ask and the query history disagree")
         step_sq = state["step_sq"]
         self._step_sq = None if step_sq is None else float(step_sq)
 
