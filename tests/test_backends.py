@@ -16,7 +16,13 @@ ADAPTER = PACKAGE / "_backend.py"
 # The O(M^2) algebra of an iteration (Gram matrix, function values, step coefficients) lives on
 # the host in NumPy float64 by design; these modules hold it. Their d-sized arrays still go
 # through the ArraySpace of _backend.py, which test_namespace_dtype_device_follow_x0 checks.
-HOST_ALGEBRA = {"_history.py", "_methods/_base.py", "_methods/zovh.py", "_checkpoint.py"}
+HOST_ALGEBRA = {
+    "_history.py",
+    "_methods/_base.py",
+    "_methods/zovh.py",
+    "_checkpoint.py",
+    "_optimizer.py",  # the trace, host floats
+}
 
 
 def test_only_the_adapter_imports_array_libraries():

@@ -234,7 +234,8 @@ def test_a_run_resumed_after_an_exception_and_a_checkpoint_is_the_uninterrupted_
     opt.save(tmp_path / "run.npz")
     res = Optimizer.load(tmp_path / "run.npz").run(rosenbrock)
     assert np.array_equal(res.x, whole.x) and res.fun == whole.fun
-    assert (res.nit, res.nfev, res.trace) == (whole.nit, whole.nfev, whole.trace)
+    assert (res.nit, res.nfev) == (whole.nit, whole.nfev)
+    assert all(np.array_equal(res.trace[k], whole.trace[k]) for k in whole.trace)
 
 
 def test_a_checkpoint_keeps_a_non_default_device(tmp_path):

@@ -50,3 +50,25 @@ def test_public_name_is_in_the_api_reference(module, name):
 def test_methods_registry_is_documented_with_an_example():
     text = (API / "methods.md").read_text()
     assert ".. data:: METHODS" in text and ">>> sorted(zovh_opt.METHODS)" in text
+
+
+def _documented_objects():
+    for name in zovh_opt.__all__:
+        obj = getattr(zovh_opt, name)
+        if isinstance(obj, str):
+            continue
+        yield name, obj
+        if inspect.isclass(obj):
+            for attr in dir(obj):
+                if not attr.startswith("_"):
+                    yield f"{name}.{attr}", getattr(obj, attr)
+
+
+def test_docstrings_hold_no_control_characters():
+    """0.1.0's help(zovh_opt.minimize) showed a BEL: ``\\alpha`` in a docstring that is not raw."""
+    bad = [
+        name
+        for name, obj in _documented_objects()
+        if any(ord(c) < 32 and c not in "\n\t" for c in (getattr(obj, "__doc__", None) or ""))
+    ]
+    assert not bad, bad

@@ -81,7 +81,8 @@ def test_seeds_and_vectors_storage_are_bit_identical(d, method, options):
     b = zovh_opt.minimize(
         rosenbrock, x0, method=method, rng=3, options={**opts, "directions": "seeds"}
     )
-    assert np.array_equal(a.x, b.x) and a.fun == b.fun and a.trace == b.trace
+    assert np.array_equal(a.x, b.x) and a.fun == b.fun
+    assert all(np.array_equal(a.trace[k], b.trace[k]) for k in a.trace)
 
 
 def test_a_discarded_ask_drops_the_overwritten_block_in_both_storages():

@@ -72,8 +72,8 @@ def test_trace_records_every_iteration():
             means.append(sum(values) / 3)
         opt.tell(values)
     trace = opt.result().trace
-    assert trace["nit"] == list(range(1, 16))
-    assert trace["nfev"] == list(range(3, 46, 3))
+    assert trace["nit"].tolist() == list(range(1, 16)) and trace["nit"].dtype == np.int64
+    assert trace["nfev"].tolist() == list(range(3, 46, 3))
     np.testing.assert_allclose(trace["fun"], means, rtol=1e-15)
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pytest
 from scipy.optimize import OptimizeWarning
@@ -17,7 +19,6 @@ D = 30
 BAD_ARGUMENTS = [
     ({"x0": np.ones((2, 2))}, ValueError, "x0 must be a non-empty one-dimensional"),
     ({"x0": np.ones(0)}, ValueError, "x0 must be a non-empty one-dimensional"),
-    ({"x0": 3.0}, ValueError, "x0 must be a non-empty one-dimensional"),
     ({"x0": np.array([1.0, np.inf])}, ValueError, "x0 must be finite"),
     ({"x0": np.array([1.0, np.nan])}, ValueError, "x0 must be finite"),
     ({"x0": np.ones(3, dtype=complex)}, TypeError, "x0 must be real"),
@@ -214,3 +215,25 @@ def test_unknown_options_warn_like_scipy_and_are_ignored():
 def test_method_specific_options_are_unknown_to_other_methods():
     with pytest.warns(OptimizeWarning, match="Unknown solver options: history"):
         zovh_opt.minimize(sphere, np.ones(D), method="zo-sgd", options={"history": 2, "maxiter": 2})
+
+
+def test_a_scalar_x0_is_a_one_element_array_as_in_scipy():
+    """0.1.0 refused a scalar x0, which scipy.optimize.minimize accepts."""
+    seen = []
+
+    def f(x):
+        seen.append(x.shape)
+        return float((x[0] - 0.5) ** 2)
+
+    res = zovh_opt.minimize(f, 3.0, method="zo-sgd", rng=0, options={"maxiter": 20})
+    assert res.x.shape == (1,) and set(seen) == {(1,)} and res.fun < 6.25
+
+
+def test_maxfun_is_scipys_name_for_maxfev():
+    """0.1.0 warned that maxfun (L-BFGS-B's and TNC's name) was unknown and ignored it."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        res = zovh_opt.minimize(sphere, np.ones(40), options={"maxfun": 31})
+    assert res.nfev == 31 and res.status == 1
+    with pytest.raises(ValueError, match="maxfun is another name for maxfev"):
+        zovh_opt.minimize(sphere, np.ones(D), options={"maxfun": 31, "maxfev": 40})

@@ -39,7 +39,7 @@ def minimize(
     x0 : array_like, shape (d,)
         Starting point: a NumPy, PyTorch or CuPy array (anything array-api-compat knows), or a
         sequence of numbers (made a NumPy float64 array). float32 and float64 are kept as given;
-        integer input becomes float64.
+        integer input becomes float64. A scalar is a one-element array, as in SciPy.
     args : tuple, optional
         Extra arguments passed to ``fun``.
     method : {"zovh", "zo-sgd", "zoar", "hizoo", "mezo"}, default "zovh"
@@ -116,7 +116,7 @@ def minimize(
         Iterations of queries reused, ``N`` (query reuse, eq. ``hess-est-zoar``); 1 disables
         reuse.
     hessian_smoothing : float in (0, 1], default 1e-8 (``"hizoo"``)
-        HiZOO's :math:`\alpha`, the weight of each new diagonal Hessian estimate in its
+        HiZOO's :math:`\\alpha`, the weight of each new diagonal Hessian estimate in its
         running average.
     product : {"shared", "decoupled"}, default "shared" (``"zovh"``)
         ``"shared"``: Hessian and gradient from the same ``K`` queries, bias-corrected (eq.
@@ -134,7 +134,8 @@ def minimize(
     maxiter : int, default 1000
         Maximum number of iterations.
     maxfev : int, optional
-        Hard budget of function evaluations, including the final ones at ``x``.
+        Hard budget of function evaluations, including the final ones at ``x``. ``maxfun``,
+        the name SciPy's L-BFGS-B and TNC use, is accepted for it.
     maxtime : float, optional
         Wall-clock budget in seconds, checked before each iteration.
     ftarget : float, optional

@@ -16,6 +16,7 @@ from collections import deque
 from collections.abc import Callable
 from typing import Any
 
+import numpy as np
 from scipy.optimize import OptimizeResult, OptimizeWarning
 
 from . import _checkpoint
@@ -94,7 +95,16 @@ def checked_method(method: Any) -> str:
 
 
 def known_options(method: str, options: dict[str, Any], stacklevel: int) -> dict[str, Any]:
-    """``options`` without the names ``method`` does not know, which warn like SciPy."""
+    """``options`` without the names ``method`` does not know, which warn like SciPy, and with
+    SciPy's ``maxfun`` (L-BFGS-B, TNC) read as ``maxfev``."""
+    if "maxfun" in options:
+        maxfun = options.pop("maxfun")
+        if "maxfev" in options and options["maxfev"] != maxfun:
+            raise ValueError(
+                f"maxfun is another name for maxfev; got both, and they differ "
+                f"({maxfun!r} and {options['maxfev']!r})"
+            )
+        options["maxfev"] = maxfun
     specs = {**METHODS[method].options, **DRIVER_OPTIONS}
     unknown = sorted(set(options) - set(specs))
     if unknown:
@@ -347,9 +357,9 @@ class Optimizer:
         Fields: ``x``, ``fun``, ``nit``, ``nfev``, ``status``, ``success``, ``message``,
         ``learning_rate`` (the rate in use at the end), ``restarts`` (one dict per restart:
         ``nit``, ``nfev``, ``reason``, ``learning_rate``), ``failed_evaluations`` (values that
-        were NaN or +-inf), ``trace`` (``"nit"``, ``"nfev"``, ``"fun"``: one entry per
-        iteration, ``fun`` being the mean of its values), the method's ``jac`` and, for ZoVH,
-        ``hess_inv``; with ``noisy=True`` also ``fun_std_error``.
+        were NaN or +-inf), ``trace`` (``"nit"``, ``"nfev"``, ``"fun"``: NumPy arrays with
+        one entry per iteration, ``fun`` being the mean of its values), the method's ``jac``
+        and, for ZoVH, ``hess_inv``; with ``noisy=True`` also ``fun_std_error``.
         """
         x, fun, extra = self._answer()
         return OptimizeResult(
@@ -364,7 +374,7 @@ class Optimizer:
             restarts=[dict(r) for r in self.restarts],
             rejected_steps=self._rejected + self._step.rejected_steps,
             failed_evaluations=self._failed_evaluations,
-            trace={k: v.tolist() for k, v in self._trace.items()},
+            trace={k: np.array(v) for k, v in self._trace.items()},
             **extra,
             **self._step.estimates(),
         )
@@ -795,9 +805,12 @@ def _mean(values: list[float]) -> float:
 
 
 def validated_x0(x0: Any) -> Any:
-    """``x0`` as a finite, non-empty, one-dimensional float32 or float64 array."""
+    """``x0`` as a finite, non-empty, one-dimensional float32 or float64 array; a scalar is a
+    one-element array, as in SciPy."""
     x0 = as_array(x0)
     xp = namespace_of(x0)
+    if x0.ndim == 0:
+        x0 = xp.reshape(x0, (1,))
     if x0.ndim != 1 or x0.shape[0] == 0:
         raise ValueError(
             f"x0 must be a non-empty one-dimensional array, got shape {tuple(x0.shape)}"
