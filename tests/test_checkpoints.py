@@ -96,6 +96,8 @@ def test_the_file_is_an_npz_with_a_json_header_and_a_checksum(tmp_path):
     assert ring.shape == (12, D) and ring.dtype == np.float64
     comment = zipfile.ZipFile(tmp_path / "run.npz").comment
     assert len(comment) == 64 and int(comment, 16) >= 0  # the SHA-256 of the bytes before it
+    (tmp_path / "plain").write_bytes(b"")  # the permissions any new file gets (the umask's)
+    assert os.stat(tmp_path / "run.npz").st_mode == os.stat(tmp_path / "plain").st_mode
 
 
 def test_a_pickle_is_refused_without_running_its_code(tmp_path):

@@ -22,7 +22,7 @@ import io
 import json
 import math
 import os
-import tempfile
+import secrets
 import zipfile
 from array import array as PyArray
 from typing import Any
@@ -75,9 +75,11 @@ def write(path: Any, state: dict[str, Any], *, package_version: str) -> None:
     header_bytes = json.dumps(header, allow_nan=False, separators=(",", ":")).encode()
     path = os.fspath(path)
     directory = os.path.dirname(os.path.abspath(path))
-    fd, temporary = tempfile.mkstemp(
-        prefix=f".{os.path.basename(path)}.", suffix=".partial", dir=directory
+    temporary = os.path.join(
+        directory, f".{os.path.basename(path)}.{os.getpid()}.{secrets.token_hex(4)}.partial"
     )
+    # 0o666 less the umask, as `open` would give the file (mkstemp's files are 0o600)
+    fd = os.open(temporary, os.O_RDWR | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0), 0o666)
     try:
         with os.fdopen(fd, "w+b") as file:
             with zipfile.ZipFile(file, "w", zipfile.ZIP_STORED, allowZip64=True) as archive:
