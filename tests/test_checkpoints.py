@@ -171,9 +171,11 @@ def rewrite(path, edit):
         (lambda h: h["state"].update(method="newton"), "inconsistent state: method must be"),
         (lambda h: h["state"]["space"].update(namespace="cupy"), "arrays of cupy"),
         (lambda h: h["state"]["space"].update(device="tpu:3"), "no device 'tpu:3'"),
+        (lambda h: h["state"]["space"].update(namespace="this"), "unknown array library 'this'"),
         (lambda h: h["state"]["space"].update(dim=D + 1), "inconsistent state: expected shape"),
         (lambda h: h["state"]["step"].update(x={"$array": "a99"}), "not a valid zovh-opt"),
         (lambda h: h["state"].update(pending=None), "pending ask and its values disagree"),
+        (lambda h: h["state"].pop("anchor"), "inconsistent state: 'anchor' is missing"),
         (lambda h: h["state"]["options"].update(maxiter=0), "maxiter must be an integer"),
         (lambda h: h["state"]["step"]["queries"].update(order=[0, 0]), "history's blocks"),
         (lambda h: h["state"]["step"].update(asked=False), "ask and the query history disagree"),
@@ -184,6 +186,17 @@ def test_a_crafted_file_with_a_valid_checksum_is_checked(edit, match, tmp_path):
     mid_run().save(path)
     rewrite(path, edit)
     with pytest.raises(CheckpointError, match=match):
+        Optimizer.load(path)
+
+
+def test_a_cuda_checkpoint_without_cuda_says_so(tmp_path):
+    torch = pytest.importorskip("torch")
+    if torch.cuda.is_available():
+        pytest.skip("this machine has CUDA")
+    path = tmp_path / "run.npz"
+    mid_run().save(path)
+    rewrite(path, lambda h: h["state"]["space"].update(namespace="torch", device="cuda:0"))
+    with pytest.raises(CheckpointError, match="torch has no device 'cuda:0' in this process"):
         Optimizer.load(path)
 
 

@@ -476,6 +476,11 @@ class Optimizer:
                 f"{path} holds arrays of {state['space']['namespace']}, which is not "
                 f"installed: {error}"
             ) from error
+        except KeyError as error:
+            raise CheckpointError(
+                f"{path} (written by zovh-opt {written_by}) holds an inconsistent state: "
+                f"{error} is missing"
+            ) from error
         except LookupError as error:
             raise CheckpointError(f"{path}: {error}") from error
         except (TypeError, ValueError, AttributeError, IndexError) as error:
