@@ -178,7 +178,7 @@ class ArraySpace:
         self.user = array_api_compat.array_namespace(like)
         self.device = array_api_compat.device(like)
         self.torch_cpu = array_api_compat.is_torch_array(like) and like.device.type == "cpu"
-        self.xp = array_api_compat.array_namespace(np.empty(0)) if self.torch_cpu else self.user
+        self.xp = _NUMPY if self.torch_cpu else self.user
         self.compute_device = "cpu" if self.torch_cpu else self.device
         self.dtype = self.xp.float32 if str(like.dtype).endswith("float32") else self.xp.float64
         self.dim = like.shape[0]

@@ -29,6 +29,8 @@ from typing import Any
 
 import numpy as np
 
+from ._backend import to_numpy
+
 __all__ = ["FORMAT", "VERSION", "CheckpointError", "read", "write"]
 
 FORMAT = "zovh-opt checkpoint"
@@ -67,10 +69,8 @@ def write(path: Any, state: dict[str, Any], *, package_version: str) -> None:
 
     Arrays may be of any namespace and device; they are copied to the host as they are written.
     """
-    from ._backend import to_numpy
-
     arrays: list[np.ndarray] = []
-    tree = _encode(state, arrays, to_numpy)
+    tree = _encode(state, arrays)
     header = {"format": FORMAT, "version": VERSION, "zovh_opt": package_version, "state": tree}
     header_bytes = json.dumps(header, allow_nan=False, separators=(",", ":")).encode()
     path = os.fspath(path)
@@ -189,7 +189,7 @@ def _read_npy(member: Any, size: int) -> np.ndarray:
     return array
 
 
-def _encode(node: Any, arrays: list[np.ndarray], to_numpy: Any) -> Any:
+def _encode(node: Any, arrays: list[np.ndarray]) -> Any:
     if node is None or isinstance(node, (bool, str)):
         return node
     if isinstance(node, (int, np.integer)):
@@ -197,9 +197,9 @@ def _encode(node: Any, arrays: list[np.ndarray], to_numpy: Any) -> Any:
     if isinstance(node, (float, np.floating)):
         return float(node) if math.isfinite(node) else {"$float": repr(float(node))}
     if isinstance(node, dict):
-        return {str(k): _encode(v, arrays, to_numpy) for k, v in node.items()}
+        return {str(k): _encode(v, arrays) for k, v in node.items()}
     if isinstance(node, (list, tuple)):
-        return [_encode(v, arrays, to_numpy) for v in node]
+        return [_encode(v, arrays) for v in node]
     array = np.ascontiguousarray(node if isinstance(node, PyArray) else to_numpy(node))
     if array.dtype.str not in _DTYPES:
         raise TypeError(f"cannot store an array of dtype {array.dtype} in a checkpoint")

@@ -101,9 +101,9 @@ class QueryHistory:
         self._pending = (slot, block, self._draw(block, slot))
         return self._pending[2]
 
-    def _draw(self, block: int, slot: int | None) -> Any:
+    def _draw(self, block: int, slot: int) -> Any:
         w, space = self.width, self.space
-        if self._ring is None or slot is None:
+        if self._ring is None:
             return self.source.draw(block, w, space)
         view = self._ring[slot * w : (slot + 1) * w, ...]
         rows = self.source.draw(block, w, space, out=view)

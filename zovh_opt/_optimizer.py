@@ -658,7 +658,7 @@ class Optimizer:
             if failure is None:
                 if f_estimate < self._anchor[0]:
                     self._anchor = (f_estimate, self._step.x)  # steps make new arrays
-                self._step.tell(values)
+                self._step.tell(np.asarray(values, dtype=np.float64))  # checked floats
             else:
                 self._step.discard()
         if self._auto is not None:

@@ -37,7 +37,6 @@ class AskTellMethod:
     """
 
     name = ""
-    keeps_rows = True  # the pending ask's directions are `_rows` (else the query history's)
     options: dict[str, Option] = {
         "learning_rate": Option(1e-4, positive_real),
         "smoothing": Option(0.1, positive_real),
@@ -197,7 +196,11 @@ class AskTellMethod:
         self._asked = bool(state["asked"])
         rows = state["rows"]
         self._rows = None if rows is None else (int(rows[0]), self._draw_rows(*rows))
-        if self.keeps_rows and self._asked != (self._rows is not None):
+        self._check_pending()
+
+    def _check_pending(self) -> None:
+        """Raise ``ValueError`` if a loaded pending ask has no directions, or the reverse."""
+        if self._asked != (self._rows is not None):
             raise ValueError("the pending ask and its directions disagree")
 
     def _vector(self, host: Any) -> Any:
@@ -236,6 +239,38 @@ class AskTellMethod:
 
     def _tell(self, values: Any) -> None:
         raise NotImplementedError
+
+
+class ReusesQueries:
+    """Mixin for methods whose directions are the blocks of a `QueryHistory`,
+    ``self.queries``: the pending ask is the history's pending block, and restarts, discards
+    and checkpoints carry the history along. Put it before the base class."""
+
+    def restart(self, x: Any, learning_rate: float) -> None:
+        super().restart(x, learning_rate)
+        self.queries.clear()
+
+    def discard(self) -> None:
+        super().discard()
+        self.queries.discard()
+
+    def state(self) -> dict[str, Any]:
+        return {**super().state(), "queries": self.queries.state()}
+
+    def load_state(self, state: dict[str, Any]) -> None:
+        super().load_state(state)
+        self.queries.load_state(state["queries"])
+        if self._asked != self.queries.pending:
+            raise ValueError("the pending ask and the query history disagree")
+
+    def _check_pending(self) -> None:
+        """Checked in `load_state` once the history is loaded."""
+
+    def _prepare(self) -> None:
+        self.queries.new_block()
+
+    def _layout(self) -> tuple[Any, tuple[float, ...], bool]:
+        return self.queries.new_block(), (self.smoothing,), False
 
 
 class GradientStepMethod(AskTellMethod):

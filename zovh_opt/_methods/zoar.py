@@ -7,10 +7,10 @@ from typing import Any
 from .. import estimators
 from .._history import STORAGES, QueryHistory
 from .._options import Option, integer_between, one_of
-from ._base import MAX_DIRECTIONS, MAX_HISTORY, GradientStepMethod
+from ._base import MAX_DIRECTIONS, MAX_HISTORY, GradientStepMethod, ReusesQueries
 
 
-class ZOAR(GradientStepMethod):
+class ZOAR(ReusesQueries, GradientStepMethod):
     r"""Gradient step with the averaged-baseline estimate over the last ``N`` iterations' queries.
 
     .. math:: \hat\nabla F = \frac{1}{NK-1} \sum_{i,k=1}^{N,K}
@@ -36,7 +36,6 @@ class ZOAR(GradientStepMethod):
     """
 
     name = "zoar"
-    keeps_rows = False
     options = {
         **GradientStepMethod.options,
         "n_directions": Option(3, integer_between(1, MAX_DIRECTIONS)),
@@ -60,32 +59,9 @@ class ZOAR(GradientStepMethod):
             track_gram=False,
         )
 
-    def restart(self, x: Any, learning_rate: float) -> None:
-        super().restart(x, learning_rate)
-        self.queries.clear()
-
-    def discard(self) -> None:
-        super().discard()
-        self.queries.discard()
-
-    def state(self) -> dict[str, Any]:
-        return {**super().state(), "queries": self.queries.state()}
-
-    def load_state(self, state: dict[str, Any]) -> None:
-        super().load_state(state)
-        self.queries.load_state(state["queries"])
-        if self._asked != self.queries.pending:
-            raise ValueError("the pending ask and the query history disagree")
-
     @property
     def points_per_iteration(self) -> int:
         return self.n_directions
-
-    def _prepare(self) -> None:
-        self.queries.new_block()
-
-    def _layout(self) -> tuple[Any, tuple[float, ...], bool]:
-        return self.queries.new_block(), (self.smoothing,), False
 
     def _tell(self, values: Any) -> None:
         self.queries.push(values)

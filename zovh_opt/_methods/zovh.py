@@ -11,10 +11,10 @@ from scipy.optimize import OptimizeWarning
 from .. import estimators
 from .._history import STORAGES, QueryHistory
 from .._options import Option, integer_between, one_of, positive_real
-from ._base import MAX_DIRECTIONS, MAX_HISTORY, AskTellMethod
+from ._base import MAX_DIRECTIONS, MAX_HISTORY, AskTellMethod, ReusesQueries
 
 
-class ZoVH(AskTellMethod):
+class ZoVH(ReusesQueries, AskTellMethod):
     r"""Algorithm 1: ``x <- x - learning_rate * p`` with the ZoVH Newton direction ``p``.
 
     Each iteration draws ``K`` Gaussian directions, evaluates ``f(x + mu * u_k)``, pushes the
@@ -61,7 +61,6 @@ class ZoVH(AskTellMethod):
     max_queries = 4096  # M = N K: the host algebra is O(M^2) per iteration, O(M^3) if exact
 
     name = "zovh"
-    keeps_rows = False
     options = {
         **AskTellMethod.options,
         "regularization": Option(0.1, positive_real),
@@ -104,21 +103,13 @@ class ZoVH(AskTellMethod):
 
     def restart(self, x: Any, learning_rate: float) -> None:
         super().restart(x, learning_rate)
-        self.queries.clear()
         self._step_sq = None
 
-    def discard(self) -> None:
-        super().discard()
-        self.queries.discard()
-
     def state(self) -> dict[str, Any]:
-        return {**super().state(), "queries": self.queries.state(), "step_sq": self._step_sq}
+        return {**super().state(), "step_sq": self._step_sq}
 
     def load_state(self, state: dict[str, Any]) -> None:
         super().load_state(state)
-        self.queries.load_state(state["queries"])
-        if self._asked != self.queries.pending:
-            raise ValueError("the pending ask and the query history disagree")
         step_sq = state["step_sq"]
         self._step_sq = None if step_sq is None else float(step_sq)
 
@@ -132,12 +123,6 @@ class ZoVH(AskTellMethod):
     @property
     def points_per_iteration(self) -> int:
         return self.n_directions * (2 if self.product == "decoupled" else 1)
-
-    def _prepare(self) -> None:
-        self.queries.new_block()
-
-    def _layout(self) -> tuple[Any, tuple[float, ...], bool]:
-        return self.queries.new_block(), (self.smoothing,), False
 
     def _tell(self, values: Any) -> None:
         self.queries.push(values)
