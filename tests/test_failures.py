@@ -87,7 +87,7 @@ def test_objective_that_is_never_finite_ends_with_status_3_and_finite_x():
     f = Recorder(lambda x: math.nan)
     res = zovh_opt.minimize(f, np.ones(D), rng=0, options={"max_restarts": 2, "maxiter": 100})
     assert res.status == 3 and not res.success
-    assert "Stopped after 2 restarts" in res.message
+    assert "cannot be evaluated" in res.message and "after 2 restarts" in res.message
     assert "not finite in 10 iterations in a row" in res.message
     assert len(res.restarts) == 2 and res.nit == 30  # 10 dropped iterations per failure
     assert np.array_equal(res.x, np.ones(D)) and math.isnan(res.fun)
@@ -321,13 +321,15 @@ def test_sporadic_failed_evaluations_are_not_divergence():
     """0.1.0: with 0.5 % of the calls returning NaN (d = 1000) all restarts were used and the
     run stopped with status 3 at f = 927, against 2.6 without the NaNs."""
     x0 = np.ones(1000)
-    clean = zovh_opt.minimize(lambda x: float(x @ x), x0, rng=0)
+    budget = {"maxfev": 6000}
+    clean = zovh_opt.minimize(lambda x: float(x @ x), x0, rng=0, options=budget)
     coin = np.random.default_rng(1)
 
     def sometimes_nan(x):
         return math.nan if coin.random() < 0.005 else float(x @ x)
 
-    res = zovh_opt.minimize(sometimes_nan, x0, rng=0)
-    assert res.failed_evaluations > 5 and res.restarts == [] and res.status == 2
-    # the dropped iterations (about 1.5 %) cost about as many steps
+    res = zovh_opt.minimize(sometimes_nan, x0, rng=0, options=budget)
+    assert res.failed_evaluations > 5 and res.restarts == [] and res.status == 1
+    # the dropped iterations (about 1.5 %; with the step rule a trial among them is undone and
+    # shortens the steps) cost about as many steps
     assert res.fun < 1.2 * clean.fun < 0.2 * float(x0 @ x0)

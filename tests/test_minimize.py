@@ -123,9 +123,41 @@ def test_step_is_the_newton_direction_of_the_history(history, inverse):
         np.testing.assert_allclose(opt.x - x, -1e-6 * p, rtol=1e-8)
 
 
+@pytest.mark.parametrize("product", ["shared", "decoupled"])
+def test_auto_step_is_the_newton_direction_with_the_adapted_lambda(product):
+    """learning_rate="auto": the first step (from a measurement of x0) is -eta p with p the
+    kernels' direction at the lambda ZoVH chose, eta making it 0.1 |x0| long, and no
+    Woodbury denominator comes closer to 0 than half its lambda^2 (M - 1) term."""
+    x0 = np.linspace(-1, 1, 30)
+    opt = zovh_opt.ZoVH(x0, rng=0, product=product, n_directions=4)
+    points = opt.ask()
+    values = np.array([rosenbrock(p) for p in points])
+    opt.tell(values)
+    mu, lam = opt.smoothing, opt.regularization
+    U = (points - x0) / mu
+    if product == "shared":
+        p = estimators.newton_direction(U, values, mu, lam)
+        hess_U, hess_y = U, values
+    else:
+        inv = estimators.inverse_hessian(U[:4], values[:4], mu, lam)
+        p = inv.matvec(estimators.gradient(U[4:], values[4:], mu))
+        hess_U, hess_y = U[:4], values[:4]
+    np.testing.assert_allclose(opt.x - x0, -opt.learning_rate * p, rtol=1e-8)
+    np.testing.assert_allclose(np.linalg.norm(opt.x - x0), 0.1 * np.linalg.norm(x0), rtol=1e-8)
+    nu = estimators.centred_values(hess_y, mu)
+    M = hess_y.shape[0]
+    denominators = lam * lam * (M - 1) + lam * nu * np.sum(hess_U * hess_U, axis=1)
+    assert np.all(denominators >= 0.5 * lam * lam * (M - 1) * (1 - 1e-12))
+
+
 def test_decoupled_step_is_inverse_times_gradient():
     opt = zovh_opt.ZoVH(
-        np.linspace(-1, 1, 30), rng=0, product="decoupled", history=1, n_directions=4
+        np.linspace(-1, 1, 30),
+        rng=0,
+        product="decoupled",
+        history=1,
+        n_directions=4,
+        learning_rate=1e-4,
     )
     x = opt.x
     points = opt.ask()
@@ -151,7 +183,7 @@ def test_seeds_and_vectors_are_bit_identical(product):
 
 
 def test_result_hess_inv_is_the_history_inverse():
-    opt = zovh_opt.ZoVH(np.zeros(12), rng=1, history=2)
+    opt = zovh_opt.ZoVH(np.zeros(12), rng=1, history=2, learning_rate=1e-4)
     U_hist, y_hist = [], []
     for _ in range(3):
         x = opt.x

@@ -1,4 +1,5 @@
-"""Item 9 of the driver issue: divergence detection, restarts, rejected steps, "auto" rates."""
+"""Divergence detection and restarts of fixed rates, rejected steps, and the step rule "auto"
+against hand-tuned rates."""
 
 from __future__ import annotations
 
@@ -27,13 +28,15 @@ def test_diverging_rate_is_cut_and_the_run_recovers(x0):
         guarded = zovh_opt.minimize(
             quadratic, x0, rng=0, options={"learning_rate": 1e-2, "maxiter": 2000}
         )
-        unguarded = zovh_opt.minimize(
+        # max_restarts bounds restarts for non-finite values only: divergence is not a
+        # failure of the objective, and the cut rates end it
+        unlimited = zovh_opt.minimize(
             quadratic,
             x0,
             rng=0,
             options={"learning_rate": 1e-2, "maxiter": 2000, "max_restarts": 0},
         )
-    assert unguarded.status == 3 and "diverging" in unguarded.message
+    assert unlimited.status == 2 and unlimited.restarts == guarded.restarts
     assert guarded.restarts and all(
         "diverging" in r["reason"] or "not finite" in r["reason"] for r in guarded.restarts
     )
@@ -45,13 +48,13 @@ def test_diverging_rate_is_cut_and_the_run_recovers(x0):
         quadratic, x0, rng=0, options={"learning_rate": 1e-4, "maxiter": 2000}
     )
     assert guarded.fun < by_hand.fun < quadratic(x0)
-    assert unguarded.fun <= quadratic(x0) and np.all(np.isfinite(unguarded.x))
 
 
 def test_restart_reports_where_it_happened(x0):
     res = zovh_opt.minimize(quadratic, x0, rng=0, options={"learning_rate": 1e-2, "maxiter": 100})
     first = res.restarts[0]
-    assert set(first) == {"nit", "nfev", "reason", "learning_rate"}
+    assert set(first) == {"nit", "nfev", "reason", "cause", "learning_rate"}
+    assert first["cause"] == "divergence"
     assert first["nfev"] == 3 * first["nit"]
     trace_f = res.trace["fun"]
     assert trace_f[first["nit"] - 1] > 100 * min(trace_f[: first["nit"] - 1])
@@ -120,23 +123,9 @@ def test_auto_learning_rate_matches_a_hand_tuned_grid(problem, method, grid, x0)
     assert auto.fun < f0 - 0.5 * (f0 - best), (auto.fun, best, f0)  # half the best decrease
 
 
-def test_auto_learning_rate_costs_at_most_90_iterations(x0):
-    calls = []
-
-    def f(x):
-        calls.append(1)
-        return quadratic(x)
-
-    opt = zovh_opt.Optimizer(x0, rng=0, options={"learning_rate": "auto"})
-    while opt._auto is not None:
-        points = opt.ask()
-        opt.tell([f(p) for p in points])
-    assert len(calls) <= 90 * 3 and opt.nit <= 90
-    assert opt.learning_rate in [10.0**-k for k in range(1, 10)]
-
-
-def test_auto_learning_rate_fails_cleanly_when_every_rate_fails():
-    res = zovh_opt.minimize(lambda x: math.nan, np.ones(50), options={"learning_rate": "auto"})
-    assert res.status == 3 and "every trial rate failed" in res.message
-    # each trial rate fails after 10 iterations in a row with non-finite values
-    assert res.nfev == 9 * 10 * 3 + 1 and np.all(np.isfinite(res.x))
+def test_auto_fails_cleanly_when_the_objective_is_never_finite():
+    res = zovh_opt.minimize(lambda x: math.nan, np.ones(50))
+    assert res.status == 3 and "cannot be evaluated" in res.message
+    # 10 iterations in a row with non-finite values, then each of the 5 restarts again
+    assert res.nfev == 6 * 10 * 3 + 1 and np.all(np.isfinite(res.x))
+    assert [r["cause"] for r in res.restarts] == ["non-finite values"] * 5

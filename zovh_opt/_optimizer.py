@@ -24,6 +24,8 @@ from ._backend import ArraySpace, DirectionSource, as_array, namespace_of, to_ho
 from ._checkpoint import CheckpointError
 from ._interrupts import deferred_interrupts
 from ._methods import METHODS
+from ._methods._base import rate_or_auto
+from ._step_size import length_scale
 from ._options import (
     Option,
     boolean,
@@ -40,21 +42,13 @@ __all__ = ["Optimizer"]
 SUCCESS, MAXFEV, MAXITER, FAILED, FTARGET, MAXTIME, INTERRUPTED, CALLBACK = 0, 1, 2, 3, 4, 5, 6, 99
 RUNNING = -1
 
-# What counts as a failed step (Sec. "Step-size safety" of the `Optimizer` docstring).
+# What counts as a failed step (Sec. "Failures and restarts" of the `Optimizer` docstring).
 GROWTH = 100.0  # f estimate above its minimum by this many times its scale
-BACKOFF = 0.25  # learning-rate cut at each restart
+BACKOFF = 0.25  # step (learning rate, with "auto" also smoothing radius) cut at each restart
 FAILED_IN_A_ROW = 10  # iterations with a non-finite value dropped before that is a failure
-
-# The learning-rate search of ``learning_rate="auto"``.
-AUTO_GRID = tuple(10.0**-k for k in range(1, 10))  # 1e-1 ... 1e-9
-AUTO_ITERATIONS = 10  # iterations per trial rate
-AUTO_SCORED = 3  # trailing iterations whose mean f estimate scores a trial
-
-
-def _learning_rate(name: str, value: Any) -> float | str:
-    if value == "auto":
-        return "auto"
-    return positive_real(name, value)
+MAXFEV_PER_DIMENSION = 1000  # the default budget, maxfev = 1000 d (SciPy's Powell: 1000 d)
+FTOL = 1e-12  # default ftol with the step rule "auto": the f estimates have stopped decreasing
+XTOL_PER_SQRT_EPS = 1e-3  # default xtol = 1e-3 sqrt(eps): 1.5e-11 (float64), 3.5e-7 (float32)
 
 
 def _disp(name: str, value: Any) -> int:
@@ -73,12 +67,13 @@ def _disp_option(value: int) -> bool | int:
 
 
 DRIVER_OPTIONS: dict[str, Option] = {
-    "maxiter": Option(1000, integer_between(1, BIG)),
+    "maxiter": Option(None, optional(integer_between(1, BIG))),
     "maxfev": Option(None, optional(integer_between(1, BIG))),
     "maxtime": Option(None, optional(positive_real)),
     "ftarget": Option(None, optional(finite_real)),
-    "ftol": Option(None, optional(positive_real)),
+    "ftol": Option("auto", optional(rate_or_auto)),
     "ftol_window": Option(50, integer_between(1, 10**6)),
+    "xtol": Option("auto", optional(rate_or_auto)),
     "noisy": Option(False, boolean),
     "final_evaluations": Option(None, optional(integer_between(1, 10_000))),
     "max_restarts": Option(5, integer_between(0, 10**6)),
@@ -231,29 +226,37 @@ class Optimizer:
             options.setdefault("ftol", tol)
         x0 = validated_x0(x0)
         cls = METHODS[method]
-        learning_rate = _learning_rate(
-            "learning_rate", options.get("learning_rate", cls.options["learning_rate"].default)
-        )
-        method_options = {k: v for k, v in options.items() if k in cls.options}
-        method_options.pop("learning_rate", None)
+        self._method_options = {k: v for k, v in options.items() if k in cls.options}
         self.options = resolve(DRIVER_OPTIONS, options)
         if self.options["final_evaluations"] is None:
             self.options["final_evaluations"] = 10 if self.options["noisy"] else 1
         self.method = method
         self.xp = namespace_of(x0)
         self._cls = cls
-        self._method_options = method_options
         self._seeds = DirectionSource(rng)
-        first_rate = AUTO_GRID[0] if learning_rate == "auto" else learning_rate
-        self._step = self._new_method(x0, first_rate)  # validates the options; copies x0
-        start = self._step.x  # the method's private copy: steps make new arrays, so it stays
-        self.x0 = start if learning_rate == "auto" else None  # the trials start from it
-        self._auto = {"trial": 0, "scores": [], "best": None} if learning_rate == "auto" else None
+        self._step = cls(x0, rng=self._seeds, **self._method_options)  # validates; copies x0
+        # the tolerances stop the step rule "auto"; a fixed rate runs to its budget unless given
+        adaptive = self._step.control is not None
+        if self.options["ftol"] == "auto":
+            self.options["ftol"] = FTOL if adaptive else None
+        if self.options["xtol"] == "auto":
+            eps = float(self.xp.finfo(x0.dtype).eps)
+            self.options["xtol"] = XTOL_PER_SQRT_EPS * math.sqrt(eps) if adaptive else None
 
+        control = self._step.control
+        self._length_scale = (
+            control.scale
+            if control is not None
+            else length_scale(float(self.xp.linalg.vector_norm(x0)), self._step.space.dim)
+        )
         per_iteration = self._step.points_per_iteration
         final = self.options["final_evaluations"]
+        if self.options["maxfev"] is None:
+            self.options["maxfev"] = max(
+                MAXFEV_PER_DIMENSION * self._step.space.dim, per_iteration + final
+            )
         maxfev = self.options["maxfev"]
-        if maxfev is not None and maxfev < per_iteration + final:
+        if maxfev < per_iteration + final:
             raise ValueError(
                 f"maxfev must allow one iteration and the final evaluation "
                 f"(>= {per_iteration + final} for method {method!r}), got {maxfev}"
@@ -263,17 +266,17 @@ class Optimizer:
         self.status = RUNNING
         self.message = "The run has not ended."
         self.restarts: list[dict[str, Any]] = []
-        self._phase = "search"
+        self._phase = "iterate"
         self._pending: str | None = None  # the phase of the pending ask
         self._partial: list[float | None] = []  # its values obtained so far (by `run`)
         self._best: tuple[float, Any] | None = None  # lowest finite evaluated value, its point
-        self._anchor: tuple[float, Any] = (math.inf, start)  # lowest f estimate, its iterate
-        self._scale: float | None = None  # the divergence test's scale
+        # fixed rate: the lowest f estimate and its iterate, where a restart starts
+        self._anchor: tuple[float, Any] = (math.inf, self._step.x)
+        self._scale: float | None = None  # of f: the first batch's (divergence test, ftol)
         self._first = math.nan  # f estimate of the first finite iteration
         self._final_values: list[float] | None = None
         self._recent: deque[float] = deque(maxlen=2 * self.options["ftol_window"])
         self._trace = {"nit": array("q"), "nfev": array("q"), "fun": array("d")}
-        self._rejected = 0  # by method objects replaced since (learning-rate search)
         self._failed_evaluations = 0
         self._failed_in_a_row = 0
         self._elapsed = 0.0
@@ -372,7 +375,7 @@ class Optimizer:
             message=self.message,
             learning_rate=self.learning_rate,
             restarts=[dict(r) for r in self.restarts],
-            rejected_steps=self._rejected + self._step.rejected_steps,
+            rejected_steps=self._step.rejected_steps,
             failed_evaluations=self._failed_evaluations,
             trace={k: np.array(v) for k, v in self._trace.items()},
             **extra,
@@ -383,7 +386,6 @@ class Optimizer:
         """End the run with ``status`` and ``message``: the next ask is the final evaluation
         (or, with ``evaluate_final=False``, there is none and `done` is True)."""
         self.status, self.message = status, message
-        self._auto = None
         self._phase = "final" if evaluate_final else "done"
 
     def run(
@@ -489,14 +491,6 @@ class Optimizer:
             ) from error
 
     def _state(self) -> dict[str, Any]:
-        auto = None
-        if self._auto is not None:
-            auto = {k: v for k, v in self._auto.items() if k != "best"}
-            best = self._auto["best"]
-            if best is not None:
-                step = "current" if best[1] is self._step else best[1].state()
-                best = [best[0], step]
-            auto["best"] = best
         return {
             "space": self._step.space.describe(),
             "method": self.method,
@@ -504,8 +498,6 @@ class Optimizer:
             "options": {**self.options, "disp": _disp_option(self.options["disp"])},
             "source": self._seeds.get_state(),
             "step": self._step.state(),
-            "x0": self.x0,
-            "auto": auto,
             "nit": self.nit,
             "told": self._told,
             "status": self.status,
@@ -521,7 +513,6 @@ class Optimizer:
             "final_values": self._final_values,
             "recent": list(self._recent),
             "trace": self._trace,
-            "rejected": self._rejected,
             "failed_evaluations": self._failed_evaluations,
             "failed_in_a_row": self._failed_in_a_row,
             "elapsed": self.elapsed,
@@ -532,36 +523,22 @@ class Optimizer:
         space = ArraySpace.described(state["space"])
         x0 = space.to_user(space.zeros((space.dim,)))
         options = {**state["options"], **state["method_options"]}
-        options["learning_rate"] = state["step"]["learning_rate"]
         opt = cls(x0, state["method"], options=options, rng=0)
         opt._seeds.set_state(state["source"])
         opt._step.load_state(state["step"])
         vector = opt._step._vector
         user = space.to_user
-        opt.x0 = None if state["x0"] is None else user(vector(state["x0"]))
-        auto = state["auto"]
-        if auto is not None:
-            best = auto["best"]
-            if best is not None:
-                if best[1] == "current":
-                    step = opt._step
-                else:
-                    step = opt._new_method(opt.x0, best[1]["learning_rate"])
-                    step.load_state(best[1])
-                best = (float(best[0]), step)
-            auto = {**auto, "best": best}
-        opt._auto = auto
         opt.nit, opt._told = int(state["nit"]), int(state["told"])
         opt.status, opt.message = int(state["status"]), str(state["message"])
         opt.restarts = [dict(r) for r in state["restarts"]]
-        if state["phase"] not in ("search", "final", "done"):
+        if state["phase"] not in ("iterate", "final", "done"):
             raise ValueError(f"unknown phase {state['phase']!r}")
-        if state["pending"] not in (None, "search", "final"):
+        if state["pending"] not in (None, "iterate", "final"):
             raise ValueError(f"unknown pending phase {state['pending']!r}")
         opt._phase, opt._pending = state["phase"], state["pending"]
         opt._partial = [None if v is None else float(v) for v in state["partial"]]
         if (opt._pending is None) != (not opt._partial) or (
-            opt._pending == "search" and not opt._step.asked
+            opt._pending == "iterate" and not opt._step.asked
         ):
             raise ValueError("the pending ask and its values disagree")
         best = state["best"]
@@ -577,20 +554,12 @@ class Optimizer:
             "nfev": array("q", state["trace"]["nfev"].tolist()),
             "fun": array("d", state["trace"]["fun"].tolist()),
         }
-        opt._rejected = int(state["rejected"])
         opt._failed_evaluations = int(state["failed_evaluations"])
         opt._failed_in_a_row = int(state["failed_in_a_row"])
         opt._elapsed = float(state["elapsed"])
         return opt
 
     # internals ------------------------------------------------------------------------------
-
-    def _new_method(self, x: Any, learning_rate: float) -> Any:
-        return self._cls(x, rng=self._seeds, learning_rate=learning_rate, **self._method_options)
-
-    def _replace_step(self, step: Any) -> None:
-        self._rejected += self._step.rejected_steps - step.rejected_steps
-        self._step = step
 
     def _open(self) -> None:
         """Start an ask: check budgets, let the method draw its directions."""
@@ -601,7 +570,7 @@ class Optimizer:
             )
         if self.done:
             raise RuntimeError(f"the run has ended ({self.message}); see result()")
-        if self._phase == "search":
+        if self._phase == "iterate":
             self._check_budgets()
         if self._phase == "final":
             n = self.options["final_evaluations"]
@@ -643,28 +612,29 @@ class Optimizer:
         failure = None
         if bad:
             self._failed_in_a_row += 1
+            self._step.discard()  # missing data: the next iteration draws anew
             if self._failed_in_a_row < FAILED_IN_A_ROW:
-                self._step.discard()  # missing data: the next iteration draws anew
                 return
             failure = (
                 f"function values were not finite in {FAILED_IN_A_ROW} iterations in a row "
                 f"({bad} of {len(values)} in the last)"
             )
             self._failed_in_a_row = 0
-            self._step.discard()
         else:
             self._failed_in_a_row = 0
-            failure = self._divergence(values, f_estimate)
+            if self._scale is None:
+                self._scale = max(abs(f_estimate), max(values) - min(values), math.ulp(1.0))
+                self._first = f_estimate
+            if self._step.control is None:
+                failure = self._divergence(f_estimate)
             if failure is None:
-                if f_estimate < self._anchor[0]:
+                if self._step.control is None and f_estimate < self._anchor[0]:
                     self._anchor = (f_estimate, self._step.x)  # steps make new arrays
                 self._step.tell(np.asarray(values, dtype=np.float64))  # checked floats
             else:
                 self._step.discard()
-        if self._auto is not None:
-            self._advance_search(failure, f_estimate)
-        elif failure is not None:
-            self._restart(failure)
+        if failure is not None:
+            self._restart(failure, diverged=not bad)
         else:
             self._check_convergence(f_estimate)
 
@@ -689,13 +659,8 @@ class Optimizer:
         self._trace["nfev"].append(self._told)
         self._trace["fun"].append(f_estimate)
 
-    def _divergence(self, values: list[float], f_estimate: float) -> str | None:
-        """Why this iteration's (finite) values show diverging iterates, or None."""
-        if self._scale is None:
-            spread = max(values) - min(values)
-            self._scale = max(abs(f_estimate), spread, math.ulp(1.0))
-            self._first = f_estimate
-            return None
+    def _divergence(self, f_estimate: float) -> str | None:
+        """Why this iteration's f estimate shows diverging iterates (fixed rate), or None."""
         lowest = min(self._anchor[0], f_estimate)  # the anchor holds the lowest estimate
         scale = max(self._scale, abs(lowest), self._first - lowest)
         if f_estimate - lowest > GROWTH * scale:
@@ -705,54 +670,52 @@ class Optimizer:
             )
         return None
 
-    def _restart(self, reason: str) -> None:
-        x = self._anchor[1]
-        if len(self.restarts) >= self.options["max_restarts"]:
-            self._step.restart(x, self.learning_rate)
-            self.stop(FAILED, f"Stopped after {len(self.restarts)} restarts: {reason}.")
+    def _restart(self, reason: str, *, diverged: bool) -> None:
+        """Start again with shorter steps: a fixed rate from the iterate with the lowest f
+        estimate, the step rule from its centre. Divergence always restarts (the steps shrink
+        until it stops); non-finite values end the run after ``max_restarts`` restarts."""
+        cause = "divergence" if diverged else "non-finite values"
+        unusable = sum(r["cause"] == "non-finite values" for r in self.restarts)
+        if not diverged and unusable >= self.options["max_restarts"]:
+            self.stop(
+                FAILED,
+                f"The objective cannot be evaluated near x: {reason}, and again after "
+                f"{unusable} restarts with shorter steps. Check fun there; where it is "
+                f"undefined, a large finite value lets the run step around it.",
+            )
             return
-        rate = self.learning_rate * BACKOFF
-        self._step.restart(x, rate)
+        if self._step.control is None:
+            rate = self.learning_rate * BACKOFF
+            self._step.restart(self._anchor[1], rate)
+        else:
+            self._step.shorten(BACKOFF)
+            rate = self.learning_rate
         self._recent.clear()
         self.restarts.append(
-            {"nit": self.nit, "nfev": self._told, "reason": reason, "learning_rate": rate}
+            {
+                "nit": self.nit,
+                "nfev": self._told,
+                "reason": reason,
+                "cause": cause,
+                "learning_rate": rate,
+            }
         )
-
-    def _advance_search(self, failure: str | None, f_estimate: float) -> None:
-        """One iteration of the ``learning_rate="auto"`` search (see the class Notes)."""
-        auto = self._auto
-        auto.setdefault("estimates", []).append(f_estimate)
-        if failure is None and len(auto["estimates"]) < AUTO_ITERATIONS:
-            return
-        scored = auto.pop("estimates")[-AUTO_SCORED:]
-        score = math.inf if failure is not None else _mean(scored)
-        auto["scores"].append(score)
-        if auto["best"] is None or score < auto["best"][0]:
-            auto["best"] = (score, self._step)
-        best_score = auto["best"][0]
-        worse_in_a_row = 0
-        for s in reversed(auto["scores"]):
-            if s <= best_score:
-                break
-            worse_in_a_row += 1
-        auto["trial"] += 1
-        more = auto["trial"] < len(AUTO_GRID)
-        if more and not (math.isfinite(best_score) and worse_in_a_row >= 2):
-            self._replace_step(self._new_method(self.x0, AUTO_GRID[auto["trial"]]))
-            return
-        self._auto = None
-        if not math.isfinite(best_score):
-            self.stop(FAILED, "learning_rate='auto': every trial rate failed.")
-            return
-        self._replace_step(auto["best"][1])
 
     def _check_budgets(self) -> None:
         opts = self.options
         reserve = self._step.points_per_iteration + opts["final_evaluations"]
-        if self.nit >= opts["maxiter"]:
-            self.stop(MAXITER, "Maximum number of iterations has been exceeded.")
-        elif opts["maxfev"] is not None and self._told + reserve > opts["maxfev"]:
-            self.stop(MAXFEV, "Maximum number of function evaluations has been exceeded.")
+        if opts["maxiter"] is not None and self.nit >= opts["maxiter"]:
+            self.stop(
+                MAXITER,
+                "Maximum number of iterations has been exceeded. No tolerance was met within "
+                f"maxiter={opts['maxiter']}; raise it to go on.",
+            )
+        elif self._told + reserve > opts["maxfev"]:
+            self.stop(
+                MAXFEV,
+                "Maximum number of function evaluations has been exceeded. No tolerance was "
+                f"met within maxfev={opts['maxfev']}; raise it to go on.",
+            )
         elif opts["maxtime"] is not None and self.elapsed >= opts["maxtime"]:
             self.stop(MAXTIME, f"Maximum time of {opts['maxtime']:g} s has been exceeded.")
 
@@ -764,19 +727,28 @@ class Optimizer:
             if reached <= target:
                 self.stop(FTARGET, f"ftarget reached: f = {reached:.6g} <= {target:.6g}.")
                 return
-        if opts["ftol"] is None:
-            return
         self._recent.append(f_estimate)
         window = opts["ftol_window"]
-        if len(self._recent) == 2 * window:
+        if opts["ftol"] is not None and len(self._recent) == 2 * window:
             recent = list(self._recent)
             before, after = _mean(recent[:window]), _mean(recent[window:])
-            if before - after <= opts["ftol"] * max(abs(before), abs(after), 1.0):
+            if before - after <= opts["ftol"] * max(abs(before), abs(after), self._scale):
                 self.stop(
                     SUCCESS,
                     f"The mean f estimate decreased by at most ftol (relative) over the last "
                     f"{window} iterations.",
                 )
+                return
+        if opts["xtol"] is not None and self._step_length() <= opts["xtol"] * self._length_scale:
+            self.stop(
+                SUCCESS,
+                "The steps became shorter than xtol times the length scale of x0.",
+            )
+
+    def _step_length(self) -> float:
+        """The running step length of the step rule, or the latest step's with a fixed rate."""
+        control = self._step.control
+        return self._step.step_norm if control is None else control.step_length
 
     def _answer(self) -> tuple[Any, float, dict[str, Any]]:
         """The returned point, its value and extra fields (see the class Notes)."""

@@ -4,15 +4,28 @@ from __future__ import annotations
 
 from typing import Any
 
+import math
+
 import numpy as np
 
+from .. import _step_size
 from .._backend import ArraySpace, DirectionSource, to_host_floats
 from .._options import Option, positive_real, resolve
+from .._step_size import StepSizeControl
 
 # Bounds of the integer options: beyond them a run cannot be meant (the directions of one
 # iteration, or the kept queries, would be a matrix of at least 10^4 rows of length d).
 MAX_DIRECTIONS = 10_000
 MAX_HISTORY = 10_000
+
+# Algorithm 1's constants where the step rule is the paper's (a float learning rate) and the
+# smoothing radius is left "auto" (Appx. ``synthetic-setup``: mu = lambda = 0.1)
+PAPER_SMOOTHING = PAPER_REGULARIZATION = 0.1
+
+
+def rate_or_auto(name: str, value: Any) -> float | str:
+    """``"auto"`` or a finite number > 0."""
+    return "auto" if isinstance(value, str) and value == "auto" else positive_real(name, value)
 
 
 class AskTellMethod:
@@ -31,6 +44,12 @@ class AskTellMethod:
     through ``self.space.to_user``. Function values reach ``_tell`` as a NumPy float64 array:
     the small per-iteration algebra stays on the host.
 
+    **Step rule.** A float ``learning_rate`` is the paper's Algorithm 1: ``x <- x - eta p``
+    after every ``tell``. ``learning_rate="auto"`` (the default) hands the rate, and with
+    ``smoothing="auto"`` the smoothing radius, to a `StepSizeControl` (``control``): each
+    step is a trial that the next batch's mean accepts or undoes (`zovh_opt._step_size`); a
+    ``tell`` then computes the direction (``_tell``) and `step` moves when the rule says so.
+
     After each ``tell``, ``amplification`` is the ratio of the step's length to that of the plain
     gradient step the same values give (1 for gradient methods), and ``rejected_steps`` counts
     steps a method refused to take.
@@ -38,8 +57,8 @@ class AskTellMethod:
 
     name = ""
     options: dict[str, Option] = {
-        "learning_rate": Option(1e-4, positive_real),
-        "smoothing": Option(0.1, positive_real),
+        "learning_rate": Option("auto", rate_or_auto),
+        "smoothing": Option("auto", rate_or_auto),
     }
 
     def __init__(self, x0: Any, *, rng: Any = None, **options: Any) -> None:
@@ -51,11 +70,30 @@ class AskTellMethod:
         unknown = sorted(set(options) - set(self.options))
         if unknown:
             raise TypeError(f"{type(self).__name__}: unknown options {', '.join(unknown)}")
-        for name, value in resolve(self.options, options).items():
+        resolved = resolve(self.options, options)
+        rate, smoothing = resolved.pop("learning_rate"), resolved.pop("smoothing")
+        for name, value in resolved.items():
             setattr(self, name, value)
         self.space = ArraySpace(x0)
         self.xp = self.space.xp
         self._x = self.space.copy_in(x0)
+        self.control: StepSizeControl | None = None
+        self._adapt_smoothing = False
+        self._rate = math.nan
+        if rate == "auto":
+            norm = float(self.xp.linalg.vector_norm(self._x))
+            self.control = StepSizeControl(
+                self.space.dim, _step_size.length_scale(norm, self.space.dim)
+            )
+            self._adapt_smoothing = smoothing == "auto"
+        else:
+            self._rate = rate
+        if smoothing == "auto":
+            smoothing = PAPER_SMOOTHING if self.control is None else self.control.smoothing
+        self.smoothing = smoothing
+        # the last accepted point of the step rule "auto" (steps make new arrays: no copy)
+        self._centre = None if self.control is None else self._x
+        self._step_length = math.nan  # of the latest step
         self.nit = 0
         self.nfev = 0
         self.source = rng if isinstance(rng, DirectionSource) else DirectionSource(rng)
@@ -77,6 +115,17 @@ class AskTellMethod:
     def x(self) -> Any:
         """The current iterate, in the caller's namespace (a view: do not write into it)."""
         return self.space.to_user(self._x)
+
+    @property
+    def learning_rate(self) -> float:
+        """The rate of the steps: fixed, or the step rule's current one (``nan`` before the
+        first direction)."""
+        return self._rate if self.control is None else self.control.learning_rate
+
+    @property
+    def centre(self) -> Any:
+        """The step rule's centre, the last accepted point (the iterate with a fixed rate)."""
+        return self.space.to_user(self._x if self.control is None else self._centre)
 
     @property
     def points_per_iteration(self) -> int:
@@ -142,28 +191,92 @@ class AskTellMethod:
         if values.shape != (n,):
             raise ValueError(f"tell() expects {n} values, got shape {tuple(values.shape)}")
         self._asked = False
-        self._tell(values)
+        control = self.control
+        if control is None:
+            self._tell(values)
+            self._move(self._rate)
+        elif not np.isfinite(values).all():
+            self._missing()
+        else:
+            verdict = control.judge(float(np.sum(values)) / n)
+            self._tell(values)
+            if verdict is False:
+                self._x = self._centre  # undone; the next ask measures the centre again
+            else:
+                if verdict:
+                    self._centre = self._x
+                self._trial()
         self._rows = None
         self.nit += 1
         self.nfev += n
 
+    def _trial(self) -> None:
+        """Step rule "auto": step from the centre along the direction just computed."""
+        norm = self.direction_norm
+        if not (math.isfinite(norm) and norm > 0):
+            return  # no direction (yet): the next batch measures the centre again
+        rate = self.control.rate_for(norm)
+        self._move(rate)
+        self._step_length = rate * norm
+        if self.control.stepped(self._step_length) and self._adapt_smoothing:
+            self._set_smoothing(self.control.smoothing)
+
+    def _missing(self) -> None:
+        """The pending ask has no (usable) values: a trial of the step rule is undone."""
+        if self.control is not None:
+            self.control.missing()
+            self._x = self._centre
+
     def discard(self) -> None:
         """Forget the last ``ask`` without a step (its values are missing); the next ``ask``
-        draws new directions."""
+        draws new directions. With ``learning_rate="auto"`` a trial step is undone."""
+        if self._asked:
+            self._missing()
         self._asked = False
         self._rows = None
 
     def restart(self, x: Any, learning_rate: float) -> None:
-        """Start afresh from ``x`` (copied) with ``learning_rate``: pending asks and kept
-        queries go."""
+        """Start afresh from ``x`` (copied) with ``learning_rate`` (a fixed rate): pending asks
+        and kept queries go."""
+        self._discard_all()
         self._x = self.space.copy_in(x)
-        self.learning_rate = float(learning_rate)
+        self._rate = float(learning_rate)
         self.amplification = 1.0
-        self.discard()
+
+    def shorten(self, factor: float) -> None:
+        """Step rule "auto": start afresh from the centre with steps (and, when it adapts, the
+        smoothing radius) ``factor`` times as long; pending asks and kept queries go."""
+        self._discard_all()
+        self.control.shorten(factor)
+        self._x = self._centre
+        if self._adapt_smoothing:
+            self._set_smoothing(self.control.smoothing)
+        self.amplification = 1.0
+
+    def _discard_all(self) -> None:
+        self._asked = False
+        self._rows = None
+
+    def _set_smoothing(self, smoothing: float) -> None:
+        """Query at radius ``smoothing`` from the next ask on."""
+        self.smoothing = smoothing
+
+    @property
+    def direction_norm(self) -> float:
+        """``|p|`` of the direction the latest ``tell`` computed (0 when it gave none)."""
+        raise NotImplementedError
 
     @property
     def step_norm(self) -> float:
-        """Euclidean length of the latest step, ``learning_rate * |p|`` (``nan`` before one)."""
+        """Euclidean length of the latest step, ``learning_rate * |p|`` (``nan`` before one;
+        with a fixed rate computed when asked for, a pass over ``d`` for gradient methods)."""
+        if self.control is None:
+            return self._rate * self.direction_norm if self.nit else math.nan
+        return self._step_length
+
+    def _move(self, learning_rate: float) -> None:
+        """``x <- x - learning_rate * p`` with the direction of the latest ``_tell`` (no step
+        where it gave none)."""
         raise NotImplementedError
 
     def estimates(self) -> dict[str, Any]:
@@ -177,7 +290,11 @@ class AskTellMethod:
         part for this method; the options and the direction source are stored beside it)."""
         return {
             "x": self._x,
-            "learning_rate": self.learning_rate,
+            "learning_rate": self._rate,
+            "smoothing": self.smoothing,
+            "control": None if self.control is None else self.control.state(),
+            "centre": None if self.control is None else self._centre,
+            "step_length": self._step_length,
             "nit": self.nit,
             "nfev": self.nfev,
             "amplification": self.amplification,
@@ -189,7 +306,15 @@ class AskTellMethod:
     def load_state(self, state: dict[str, Any]) -> None:
         """Continue from a `state` of a method built with the same options and source."""
         self._x = self._vector(state["x"])
-        self.learning_rate = positive_real("learning_rate", state["learning_rate"])
+        if (state["control"] is None) != (self.control is None):
+            raise ValueError("the step rule of the state and of the options disagree")
+        if self.control is None:
+            self._rate = positive_real("learning_rate", state["learning_rate"])
+        else:
+            self.control.load_state(state["control"])
+            self._centre = self._vector(state["centre"])
+        self.smoothing = positive_real("smoothing", state["smoothing"])
+        self._step_length = float(state["step_length"])
         self.nit, self.nfev = int(state["nit"]), int(state["nfev"])
         self.amplification = float(state["amplification"])
         self.rejected_steps = int(state["rejected_steps"])
@@ -246,9 +371,13 @@ class ReusesQueries:
     ``self.queries``: the pending ask is the history's pending block, and restarts, discards
     and checkpoints carry the history along. Put it before the base class."""
 
-    def restart(self, x: Any, learning_rate: float) -> None:
-        super().restart(x, learning_rate)
+    def _discard_all(self) -> None:
+        super()._discard_all()
         self.queries.clear()
+
+    def _set_smoothing(self, smoothing: float) -> None:
+        super()._set_smoothing(smoothing)
+        self.queries.clear()  # taken at another radius
 
     def discard(self) -> None:
         super().discard()
@@ -276,8 +405,8 @@ class ReusesQueries:
 class GradientStepMethod(AskTellMethod):
     """A method whose step is ``x <- x - learning_rate * p`` with ``p`` estimated each iteration.
 
-    Subclasses compute ``p`` in ``_tell`` and hand it to ``_move``. ``estimates`` returns ``p``
-    as ``jac`` when it is a gradient estimate (``direction_is_gradient``).
+    Subclasses compute ``p`` in ``_tell`` and keep it as ``_direction``. ``estimates`` returns
+    ``p`` as ``jac`` when it is a gradient estimate (``direction_is_gradient``).
     """
 
     direction_is_gradient = True
@@ -293,19 +422,20 @@ class GradientStepMethod(AskTellMethod):
         super().load_state(state)
         self._direction = self._vector(state["direction"])
 
-    def _move(self, direction: Any) -> None:
-        self._direction = direction
-        self._x = self._x - self.learning_rate * direction
-
-    def restart(self, x: Any, learning_rate: float) -> None:
-        super().restart(x, learning_rate)
-        self._direction = None
-
     @property
-    def step_norm(self) -> float:
+    def direction_norm(self) -> float:
         if self._direction is None:
-            return float("nan")
-        return self.learning_rate * float(self.xp.linalg.vector_norm(self._direction))
+            return 0.0
+        return float(self.xp.linalg.vector_norm(self._direction))
+
+    def _move(self, learning_rate: float) -> None:
+        if self._direction is None:
+            return
+        self._x = self._x - learning_rate * self._direction
+
+    def _discard_all(self) -> None:
+        super()._discard_all()
+        self._direction = None
 
     def estimates(self) -> dict[str, Any]:
         """``jac``: the latest gradient estimate, for methods whose step is one."""

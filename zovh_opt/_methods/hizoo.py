@@ -100,4 +100,4 @@ class HiZOO(GradientStepMethod):
         alpha = self.hessian_smoothing
         self._hess_diag = (1 - alpha) * self._hess_diag + alpha * xp.abs(estimate)
         gradient = self.space.from_host((y_plus - y_minus) / (2 * mu * K)) @ rows
-        self._move(gradient / xp.sqrt(self._hess_diag))
+        self._direction = gradient / xp.sqrt(self._hess_diag)

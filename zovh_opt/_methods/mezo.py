@@ -51,4 +51,4 @@ class MeZO(GradientStepMethod):
     def _tell(self, values: Any) -> None:
         K = self.n_directions
         coef = (values[:K] - values[K:]) / (2 * self.smoothing * K)
-        self._move(self.space.from_host(coef) @ self._rows[1])
+        self._direction = self.space.from_host(coef) @ self._rows[1]

@@ -51,4 +51,4 @@ class ZOSGD(GradientStepMethod):
 
     def _tell(self, values: Any) -> None:
         coef = (values[1:] - values[0]) / (self.smoothing * self.n_directions)
-        self._move(self.space.from_host(coef) @ self._rows[1])
+        self._direction = self.space.from_host(coef) @ self._rows[1]

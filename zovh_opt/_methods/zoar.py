@@ -67,5 +67,7 @@ class ZOAR(ReusesQueries, GradientStepMethod):
         self.queries.push(values)
         y, mu = self.queries.values(), self.smoothing
         if y.shape[0] < 2:  # K = 1: the first iteration has no baseline to compare with
+            self._direction = None
             return
-        self._move(self.queries.combine(mu * estimators.centred_values(y, mu) / (y.shape[0] - 1)))
+        coef = mu * estimators.centred_values(y, mu) / (y.shape[0] - 1)
+        self._direction = self.queries.combine(coef)

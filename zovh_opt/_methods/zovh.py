@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import warnings
 from typing import Any
 
@@ -10,8 +11,20 @@ from scipy.optimize import OptimizeWarning
 
 from .. import estimators
 from .._history import STORAGES, QueryHistory
-from .._options import Option, integer_between, one_of, positive_real
-from ._base import MAX_DIRECTIONS, MAX_HISTORY, AskTellMethod, ReusesQueries
+from .._options import Option, integer_between, one_of
+from ._base import (
+    MAX_DIRECTIONS,
+    MAX_HISTORY,
+    PAPER_REGULARIZATION,
+    AskTellMethod,
+    ReusesQueries,
+    rate_or_auto,
+)
+
+# regularization="auto" with the step rule "auto": lambda is this many times the largest
+# curvature term nu_m |u_m|^2 / (M - 1) of the kept queries, so every Woodbury denominator
+# lambda^2 (M - 1) + lambda nu_m |u_m|^2 stays >= lambda^2 (M - 1) / 2 (never a pole)
+POLE_MARGIN = 2.0
 
 
 class ZoVH(ReusesQueries, AskTellMethod):
@@ -63,7 +76,7 @@ class ZoVH(ReusesQueries, AskTellMethod):
     name = "zovh"
     options = {
         **AskTellMethod.options,
-        "regularization": Option(0.1, positive_real),
+        "regularization": Option("auto", rate_or_auto),
         "n_directions": Option(3, integer_between(2, MAX_DIRECTIONS)),
         "history": Option(4, integer_between(1, MAX_HISTORY)),
         "product": Option("shared", one_of("shared", "decoupled")),
@@ -86,6 +99,10 @@ class ZoVH(ReusesQueries, AskTellMethod):
                 f"= {self.history} * {self.points_per_iteration} = {M}"
             )
         self._exact = self.inverse == "exact"
+        self._auto_lambda = self.regularization == "auto" and self.control is not None
+        if self.regularization == "auto":  # the lambda of the latest step when it adapts
+            self.regularization = math.nan if self._auto_lambda else PAPER_REGULARIZATION
+        self._coefficients = None  # of the latest direction, in history order (host)
         self.queries = QueryHistory(
             self.space, self.source, self.history, self.points_per_iteration, self.directions
         )
@@ -101,24 +118,31 @@ class ZoVH(ReusesQueries, AskTellMethod):
                 stacklevel=5,
             )
 
-    def restart(self, x: Any, learning_rate: float) -> None:
-        super().restart(x, learning_rate)
-        self._step_sq = None
+    def _discard_all(self) -> None:
+        super()._discard_all()
+        self._step_sq, self._coefficients = None, None
 
     def state(self) -> dict[str, Any]:
-        return {**super().state(), "step_sq": self._step_sq}
+        return {
+            **super().state(),
+            "step_sq": self._step_sq,
+            "coefficients": self._coefficients,
+            "regularization": self.regularization,
+        }
 
     def load_state(self, state: dict[str, Any]) -> None:
         super().load_state(state)
-        step_sq = state["step_sq"]
+        step_sq, c = state["step_sq"], state["coefficients"]
         self._step_sq = None if step_sq is None else float(step_sq)
+        self.regularization = float(state["regularization"])
+        if c is not None and c.shape != (len(self.queries),):
+            raise ValueError(f"step coefficients of shape {c.shape} for {len(self.queries)} queries")
+        self._coefficients = None if c is None else np.asarray(c, dtype=np.float64)
 
     @property
-    def step_norm(self) -> float:
-        """``learning_rate * sqrt(c^T G c)``: read from the Gram matrix, no pass over ``d``."""
-        if self._step_sq is None:
-            return float("nan")
-        return self.learning_rate * self._step_sq**0.5
+    def direction_norm(self) -> float:
+        """``sqrt(c^T G c)``: read from the Gram matrix, no pass over ``d``."""
+        return 0.0 if self._coefficients is None else self._step_sq**0.5
 
     @property
     def points_per_iteration(self) -> int:
@@ -134,24 +158,39 @@ class ZoVH(ReusesQueries, AskTellMethod):
         self.amplification = (step_sq / plain_sq) ** 0.5 if plain_sq > 0 else 1.0
         if self.amplification > self.max_amplification:
             self.rejected_steps += 1
-            self._step_sq = None
+            self._step_sq, self._coefficients = None, None
             return
-        self._step_sq = step_sq
-        step = self.queries.combine(c)
-        step *= -self.learning_rate  # x - lr * p, bit for bit, without a second temporary
+        self._step_sq, self._coefficients = step_sq, c
+
+    def _move(self, learning_rate: float) -> None:
+        if self._coefficients is None:
+            return
+        step = self.queries.combine(self._coefficients)
+        step *= -learning_rate  # x - lr * p, bit for bit, without a second temporary
         step += self._x
         self._x = step
+
+    def _regularization(self, gram: np.ndarray, nu: np.ndarray) -> float:
+        """lambda: the option's, or with the step rule "auto" ``POLE_MARGIN`` times the largest
+        ``|nu_m| |u_m|^2 / (M - 1)`` (1 where every ``nu_m`` is 0: then there is no step)."""
+        if self._auto_lambda:
+            largest = float(np.max(np.abs(nu) * np.diagonal(gram))) / (nu.shape[0] - 1)
+            self.regularization = POLE_MARGIN * largest if largest > 0 else 1.0
+        return self.regularization
 
     def _step_coefficients(self, gram: np.ndarray, y: np.ndarray) -> tuple[Any, Any]:
         """Coefficients of the step in the kept directions, in history order, and those of the
         plain gradient step ``g / lambda`` from the same values (host float64)."""
-        mu, lam = self.smoothing, self.regularization
+        mu = self.smoothing
         if self.product == "shared":
             nu = estimators.centred_values(y, mu)
+            lam = self._regularization(gram, nu)
             c = estimators.newton_coefficients_from_centred(gram, nu, mu, lam, exact=self._exact)
             return c, nu * (mu / (lam * (y.shape[0] - 1)))
         hess, grad = self._roles()
         order = np.concatenate([hess, grad])
+        h = np.ix_(hess, hess)
+        lam = self._regularization(gram[h], estimators.centred_values(y[hess], mu))
         c = estimators.decoupled_coefficients(
             gram[np.ix_(order, order)], y[hess], y[grad], mu, lam, exact=self._exact
         )

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from . import attack, hessian_error, peers, step, synthetic, tuning, workers
+from . import attack, coco, hessian_error, peers, step, synthetic, tuning, workers
 from ._common import add_common_arguments
 
 COMMANDS = {
@@ -15,6 +15,7 @@ COMMANDS = {
     "synthetic": synthetic,
     "attack": attack,
     "peers": peers,
+    "coco": coco,
     "tuning": tuning,
 }
 

@@ -1,0 +1,146 @@
+"""The parameter-free step rule of ``learning_rate="auto"``: success-based control of the
+learning rate and of the smoothing radius.
+
+Every iteration evaluates a batch of queries around one point and the mean of their values is
+an estimate of (the smoothed) ``f`` there, so a step can be judged without extra evaluations:
+the batch of the next iteration is taken around the new point. The rule keeps a *centre*, the
+last accepted point, and the f estimate of the batch taken there.
+
+- A step from the centre, ``x = c - eta p``, is a *trial*. If the mean of the batch at ``x`` is
+  below the centre's, the trial is accepted: ``x`` becomes the centre and ``eta`` grows by
+  ``2**(1/4)``. Otherwise it is undone: the iterate returns to the centre, ``eta`` shrinks by
+  ``2**(1/3)`` (so that ``eta`` is stationary at a success rate of 4/7), and the next batch
+  measures the centre afresh before the next trial. The fresh measurement is what keeps the
+  rule sound with noisy values: a centre value that was low by chance is compared once, never
+  again.
+- ``eta`` starts so that the first step is ``0.1 * l`` long, with ``l = |x0|``, or ``sqrt(d)``
+  when ``x0 = 0``.
+- The smoothing radius follows the step length: queries lie at ``mu |u| ~ mu sqrt(d)`` from
+  their centre, and ``mu sqrt(d)`` is kept within a factor 2 of ``SPREAD`` times the running
+  geometric mean of the trial step lengths, on the grid ``mu0 2**k``. As the run converges the
+  radius shrinks with the steps, so the precision is not capped at the ``O(mu**2)`` bias of a
+  fixed radius. When it changes, queries kept from earlier iterations (ZoVH and ZoAR reuse them)
+  are forgotten: they were taken at another radius; and the next trial's ``eta`` is set again
+  from the running step length, since the length of a direction may scale with the radius
+  (ZoVH's does, through its ``lambda``).
+
+Everything it compares is an f estimate with another, and ``eta`` starts from the length of the
+first direction, so ``f -> s f`` (``s > 0``) leaves every iterate as it was: for powers of two
+bit for bit.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+INITIAL_STEP = 0.1  # the first trial step, as a fraction of the length scale l
+GROW = 2.0**0.25  # learning-rate factor after an accepted trial
+SHRINK = 2.0**(-1 / 3)  # after a rejected one
+SPREAD = 1.0  # query distance mu sqrt(d) over the trial step length
+TRACKING = 0.3  # weight of the latest trial in the running geometric mean of step lengths
+
+# what the centre of the batch just evaluated was
+MEASURE, TRIAL = "measure", "trial"
+
+
+def length_scale(norm_x0: float, dim: int) -> float:
+    """``l``: ``|x0|``, or ``sqrt(d)`` when ``x0 = 0`` (the unit cube's diagonal)."""
+    return norm_x0 if norm_x0 > 0 else math.sqrt(dim)
+
+
+class StepSizeControl:
+    """State of the rule for one run (module docstring): plain floats, checkpointable.
+
+    Parameters
+    ----------
+    dim : int
+        ``d``.
+    scale : float
+        The length scale ``l`` of the problem (`length_scale`).
+    """
+
+    def __init__(self, dim: int, scale: float) -> None:
+        self.dim = int(dim)
+        self.scale = float(scale)
+        self.learning_rate = math.nan  # set by the first direction
+        self.step_length = INITIAL_STEP * self.scale  # running geometric mean of trial lengths
+        self.base_smoothing = SPREAD * self.step_length / math.sqrt(self.dim)
+        self.level = 0  # mu = base_smoothing * 2**level
+        self.anchor = False  # set the learning rate from the step length at the next trial
+        self.phase = MEASURE
+        self.reference = math.nan  # f estimate at the centre
+        self.accepted = 0
+        self.rejected = 0
+
+    @property
+    def smoothing(self) -> float:
+        return math.ldexp(self.base_smoothing, self.level)
+
+    def judge(self, f_estimate: float) -> bool | None:
+        """Judge the batch just evaluated, whose values average ``f_estimate``: ``True`` if it
+        was a trial and is accepted (its point is the new centre), ``False`` if it was a
+        trial and is undone, ``None`` if it measured the centre."""
+        if self.phase == MEASURE:
+            self.reference = f_estimate
+            return None
+        if f_estimate < self.reference:
+            self.reference = f_estimate
+            self.learning_rate *= GROW
+            self.accepted += 1
+            return True
+        self.learning_rate *= SHRINK
+        self.rejected += 1
+        self.phase = MEASURE
+        return False
+
+    def missing(self) -> None:
+        """The batch just asked has no usable values: a trial counts as rejected."""
+        if self.phase == TRIAL:
+            self.learning_rate *= SHRINK
+            self.rejected += 1
+            self.phase = MEASURE
+
+    def rate_for(self, direction_norm: float) -> float:
+        """The learning rate of the next trial along a direction of this length: set from
+        the running step length for the first direction (``INITIAL_STEP * l``) and after the
+        smoothing radius changed."""
+        if math.isnan(self.learning_rate) or self.anchor:
+            self.learning_rate = self.step_length / direction_norm
+            self.anchor = False
+        return self.learning_rate
+
+    def stepped(self, step_length: float) -> bool:
+        """A trial step of ``step_length`` was taken; ``True`` if the smoothing radius changed
+        (queries kept at the old radius must go)."""
+        self.phase = TRIAL
+        s = math.log(self.step_length)
+        s += TRACKING * (math.log(step_length) - s)
+        self.step_length = math.exp(s)
+        target = math.log2(SPREAD * self.step_length / math.sqrt(self.dim) / self.base_smoothing)
+        if abs(target - self.level) <= 1:
+            return False
+        self.level = round(target)
+        self.anchor = True
+        return True
+
+    def shorten(self, factor: float) -> None:
+        """Restart with steps and radius ``factor`` times as long (``factor < 1``), from a
+        measurement of the centre."""
+        if not math.isnan(self.learning_rate):
+            self.learning_rate *= factor
+        self.step_length *= factor
+        self.level += math.floor(math.log2(factor))
+        self.anchor = True
+        self.phase = MEASURE
+
+    def state(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+    def load_state(self, state: dict[str, Any]) -> None:
+        for name in self.__dict__:
+            value = state[name]
+            kind = type(getattr(self, name))
+            setattr(self, name, value if isinstance(value, str) else kind(value))
+        if self.phase not in (MEASURE, TRIAL):
+            raise ValueError(f"unknown step-size phase {self.phase!r}")

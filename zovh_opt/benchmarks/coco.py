@@ -1,0 +1,302 @@
+"""coco: COCO's bbob-largescale suite, every method at its defaults against SciPy and pycma.
+
+The field's standard benchmark (Hansen, Auger, Ros, Mersmann, Tušar and Brockhoff, *COCO: a
+platform for comparing continuous optimizers in a black-box setting*, Optim. Methods Softw.
+36, 2021), through the ``coco-experiment`` package (module ``cocoex``). Every solver gets the
+same problems (functions, instances, dimension) and the same budget of ``budget * d``
+evaluations, at its documented defaults:
+
+* ``zovh``, ``zoar``, ``hizoo``, ``mezo``: ``zovh_opt.minimize(fun, x0, method=...,
+  options={"maxfev": remaining budget})``, nothing else set;
+* ``L-BFGS-B (FD)`` and ``Powell``: ``scipy.optimize.minimize`` with ``maxfun`` /
+  ``maxfev``; L-BFGS-B's gradient by finite differences (``d + 1`` evaluations);
+* ``sep-CMA-ES``: pycma's ``CMAEvolutionStrategy(x0, 2, {"CMA_diagonal": True})``, the
+  ``sigma0`` of COCO's own pycma example for the domain ``[-5, 5]^d``.
+
+A solver that stops before the budget is spent is restarted from a uniform point of
+``[-4, 4]^d`` (the first start is COCO's ``initial_solution``), as COCO's example experiment
+does; a run is cut at the budget. The measure is COCO's anytime one: a (function, instance,
+target) triple is solved within ``n`` evaluations when the best value found in the first ``n``
+is at most ``f_opt + target``; targets ``10^1, 10^0, ..., 10^-7``. The report gives, per
+solver, the fraction of triples solved within ``10 d`` and ``100 d`` evaluations, per function
+at ``100 d``, and how the runs ended. With ``cocopp`` installed, COCO's own post-processing of
+the logged data draws the runtime ECDFs (``cocopp.png``, and its HTML output in ``ppdata/``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import os
+import shutil
+import tempfile
+import warnings
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ._common import Report, fmt, pyplot, run_jobs
+
+NAME = "coco"
+SOLVERS = ("zovh", "zoar", "hizoo", "mezo", "L-BFGS-B (FD)", "Powell", "sep-CMA-ES")
+ZOVH_METHODS = ("zovh", "zoar", "hizoo", "mezo")
+TARGETS = tuple(10.0**k for k in range(1, -8, -1))  # 1e1 ... 1e-7
+SIGMA0 = 2.0  # sep-CMA-ES: COCO's pycma example, 0.2 * (upper - lower) of [-5, 5]^d
+
+
+class BudgetExhausted(Exception):
+    """Raised by `Tracked` when the budget is spent."""
+
+
+class Tracked:
+    """A COCO problem with a hard budget that records when each target is first reached."""
+
+    def __init__(self, problem: Any, f_opt: float, budget: int) -> None:
+        self.problem, self.f_opt, self.budget = problem, f_opt, budget
+        self.nfev = 0
+        self.best = math.inf
+        self.hits = [None] * len(TARGETS)  # evaluations to reach each target
+        self._next = 0
+
+    def __call__(self, x: Any) -> float:
+        if self.nfev >= self.budget:
+            raise BudgetExhausted
+        self.nfev += 1
+        value = float(self.problem(np.asarray(x, dtype=float)))
+        if value < self.best:
+            self.best = value
+            while self._next < len(TARGETS) and value - self.f_opt <= TARGETS[self._next]:
+                self.hits[self._next] = self.nfev
+                self._next += 1
+        return value
+
+
+def suite(s: dict[str, Any]) -> Any:
+    import cocoex
+
+    functions = ",".join(str(f) for f in s["functions"])
+    return cocoex.Suite(
+        s["suite"],
+        f"instances: {s['instances']}",
+        f"dimensions: {s['dim']} function_indices: {functions}",
+    )
+
+
+def optimal_value(problem: Any) -> float:
+    """``f_opt`` of an (unobserved) problem: cocoex 2.8 has no public accessor, but writes the
+    optimal point to a file on request; its value is ``f_opt``."""
+    with tempfile.TemporaryDirectory() as folder:
+        cwd = os.getcwd()
+        os.chdir(folder)
+        try:
+            problem._best_parameter("print")
+            x_opt = np.loadtxt("._bbob_problem_best_parameter.txt", ndmin=1)
+        finally:
+            os.chdir(cwd)
+    return float(problem(x_opt))
+
+
+def solve(job: tuple[str, dict[str, Any]]) -> list[dict[str, Any]]:
+    """Every problem of the suite with one solver; its data logged for cocopp when asked."""
+    import cocoex
+
+    solver, s = job
+    observer = None
+    if s["log"]:
+        os.chdir(s["out"])  # cocoex writes under ./exdata
+        folder = solver.replace(" ", "").replace("(", "").replace(")", "")
+        observer = cocoex.Observer(s["suite"], f"result_folder: {folder} algorithm_name: {folder}")
+    results = []
+    for index, (problem, twin) in enumerate(zip(suite(s), suite(s), strict=True)):
+        if observer is not None:
+            problem.observe_with(observer)
+        fun = Tracked(problem, optimal_value(twin), s["budget"] * problem.dimension)
+        twin.free()
+        starts = np.random.default_rng(index)
+        x0 = np.asarray(problem.initial_solution, dtype=float)
+        ends: list[str] = []
+        while fun.nfev < fun.budget:
+            try:
+                ends.append(_run(solver, fun, x0, seed=len(ends) + 1000 * index))
+            except BudgetExhausted:
+                ends.append("budget")
+            x0 = starts.uniform(-4, 4, problem.dimension)
+        results.append(
+            {"problem": problem.id, "function": problem.id_function, "hits": fun.hits, "ends": ends}
+        )
+        problem.free()
+    return results
+
+
+def _run(solver: str, fun: Tracked, x0: np.ndarray, seed: int) -> str:
+    """One run from ``x0`` within what is left of the budget; how it ended."""
+    remaining = fun.budget - fun.nfev
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        if solver in ZOVH_METHODS:
+            from .._minimize import minimize
+
+            if remaining < 2 * 5:  # less than one iteration and the final point of any method
+                fun.nfev = fun.budget  # what is left cannot be used
+                raise BudgetExhausted
+            res = minimize(fun, x0, method=solver, rng=seed, options={"maxfev": remaining})
+            return f"status {res.status}"
+        if solver in ("L-BFGS-B (FD)", "Powell"):
+            from scipy.optimize import minimize as scipy_minimize
+
+            method = solver.split()[0]
+            option = "maxfun" if method == "L-BFGS-B" else "maxfev"
+            res = scipy_minimize(fun, x0, method=method, options={option: remaining})
+            return f"status {res.status}"
+        import cma
+
+        es = cma.CMAEvolutionStrategy(
+            x0,
+            SIGMA0,
+            {"CMA_diagonal": True, "maxfevals": remaining, "seed": seed + 1, "verbose": -9},
+        )
+        while not es.stop():
+            candidates = es.ask()
+            es.tell(candidates, [fun(c) for c in candidates])
+        return ",".join(sorted(es.stop()))
+
+
+def settings(args: argparse.Namespace) -> dict[str, Any]:
+    if args.quick:
+        return {
+            "suite": "bbob-largescale",
+            "dim": 20,
+            "functions": [1, 8],
+            "instances": "1",
+            "budget": 20,
+            "solvers": list(args.solvers),
+            "log": False,
+            "out": str(args.out.resolve()),
+        }
+    return {
+        "suite": args.suite,
+        "dim": args.dim,
+        "functions": list(args.functions),
+        "instances": args.instances,
+        "budget": args.budget,
+        "solvers": list(args.solvers),
+        "log": not args.no_cocopp,
+        "out": str(args.out.resolve()),
+    }
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    from ._common import add_common_arguments
+
+    add_common_arguments(parser, NAME)
+    parser.add_argument("--suite", default="bbob-largescale", help="a cocoex suite name")
+    parser.add_argument("--dim", type=int, default=320, help="dimension (default 320)")
+    parser.add_argument(
+        "--functions", type=int, nargs="+", default=list(range(1, 25)), help="default 1 ... 24"
+    )
+    parser.add_argument("--instances", default="1-3", help="cocoex instances (default 1-3)")
+    parser.add_argument(
+        "--budget", type=int, default=100, help="evaluations per dimension (default 100)"
+    )
+    parser.add_argument("--solvers", nargs="+", default=list(SOLVERS), choices=SOLVERS)
+    parser.add_argument(
+        "--no-cocopp", action="store_true", help="skip COCO's logging and post-processing"
+    )
+
+
+def _ranges(numbers: list[int]) -> str:
+    """``[1, 2, 3, 8]`` as ``"1-3, 8"``."""
+    parts, start = [], None
+    for i, n in enumerate(numbers):
+        if start is None:
+            start = n
+        if i + 1 == len(numbers) or numbers[i + 1] != n + 1:
+            parts.append(str(n) if n == start else f"{start}-{n}")
+            start = None
+    return ", ".join(parts)
+
+
+def fraction_solved(runs: list[dict[str, Any]], evaluations: int) -> float:
+    """Fraction of (problem, target) pairs reached within ``evaluations``."""
+    hits = [h for r in runs for h in r["hits"]]
+    return sum(h is not None and h <= evaluations for h in hits) / len(hits)
+
+
+def run(args: argparse.Namespace) -> int:
+    s = settings(args)
+    out = Path(s["out"])
+    out.mkdir(parents=True, exist_ok=True)
+    if s["log"]:
+        shutil.rmtree(out / "exdata", ignore_errors=True)
+    report = Report(args, NAME, f"COCO {s['suite']}, d = {s['dim']}: solved triples")
+    results = dict(zip(s["solvers"], run_jobs(solve, [(c, s) for c in s["solvers"]], args.jobs, NAME)))
+    d = s["dim"]
+    checkpoints = (10 * d, s["budget"] * d) if s["budget"] > 10 else (s["budget"] * d,)
+    report.text(
+        f"Functions {_ranges(s['functions'])} of `{s['suite']}`, instances "
+        f"{s['instances']}, d = {d}, budget {s['budget']} d = {s['budget'] * d} evaluations per "
+        f"problem; targets f - f_opt <= 1e1, 1e0, ..., 1e-7 (COCO's anytime measure, restarts "
+        "included). Fraction of (function, instance, target) triples solved within the "
+        "number of evaluations of each column; higher is better."
+    )
+    rows = []
+    for solver, runs in results.items():
+        ends = Counter(e for r in runs for e in r["ends"])
+        ended = ", ".join(f"{k}: {v}" for k, v in sorted(ends.items()))
+        rows.append([solver, *(f"{fraction_solved(runs, n):.3f}" for n in checkpoints), ended])
+    header = ["solver", *(f"{n // d} d" for n in checkpoints), "how the runs ended (count)"]
+    report.table(header, rows, "Fraction of triples solved")
+    functions = s["functions"]
+    per_function = []
+    for solver, runs in results.items():
+        cells = []
+        for f in functions:
+            mine = [r for r in runs if r["function"] == f]
+            cells.append(fmt(fraction_solved(mine, s["budget"] * d), 2))
+        per_function.append([solver, *cells])
+    report.table(
+        ["solver", *(f"f{f}" for f in functions)],
+        per_function,
+        f"Per function: fraction of (instance, target) pairs solved within {s['budget']} d",
+    )
+    plt = pyplot()
+    fig, ax = plt.subplots(figsize=(6.5, 4))
+    grid = np.unique(np.geomspace(1, s["budget"] * d, 200).astype(int))
+    for solver, runs in results.items():
+        ax.step(grid / d, [fraction_solved(runs, n) for n in grid], where="post", label=solver)
+    ax.set_xscale("log")
+    ax.set_xlabel("evaluations / d")
+    ax.set_ylabel("fraction of triples solved")
+    ax.set_ylim(0, 1)
+    ax.legend(fontsize=7)
+    ax.set_title(f"{s['suite']}, d = {d}")
+    report.figure(fig)
+    if s["log"]:
+        _cocopp(out, results, report)
+    path = report.write(s, results)
+    print(path.read_text())
+    return 0
+
+
+def _cocopp(out: Path, results: dict[str, Any], report: Report) -> None:
+    """COCO's post-processing of the logged data: the runtime ECDF over all functions."""
+    try:
+        import cocopp
+    except ImportError:
+        report.text("(cocopp is not installed: no COCO post-processing.)")
+        return
+    folders = sorted(str(p) for p in (out / "exdata").iterdir() if p.is_dir())
+    cwd = os.getcwd()
+    os.chdir(out)
+    try:
+        cocopp.genericsettings.interactive_mode = False
+        cocopp.main(["-o", "ppdata", *folders])
+    finally:
+        os.chdir(cwd)
+    figures = sorted((out / "ppdata").rglob("pprldmany_*noiselessall.*"))
+    png = [p for p in figures if p.suffix == ".png"] or figures
+    if png:
+        shutil.copy(png[0], out / f"cocopp{png[0].suffix}")
+        report.sections.append(f"![cocopp runtime ECDF, all functions](cocopp{png[0].suffix})")
