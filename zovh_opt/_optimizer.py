@@ -9,10 +9,10 @@ values, the iterate and two numbers per step (its length and its amplification).
 from __future__ import annotations
 
 import math
+import statistics
 import time
 import warnings
 from array import array
-from collections import deque
 from collections.abc import Callable
 from typing import Any
 
@@ -48,6 +48,7 @@ BACKOFF = 0.25  # step (learning rate, with "auto" also smoothing radius) cut at
 FAILED_IN_A_ROW = 10  # iterations with a non-finite value dropped before that is a failure
 MAXFEV_PER_DIMENSION = 1000  # the default budget, maxfev = 1000 d (SciPy's Powell: 1000 d)
 FTOL = 1e-12  # default ftol with the step rule "auto": the f estimates have stopped decreasing
+FTOL_WINDOW = 50  # iterations of an ftol window at least; by default those of 2 d evaluations
 XTOL_PER_SQRT_EPS = 1e-3  # default xtol = 1e-3 sqrt(eps): 1.5e-11 (float64), 3.5e-7 (float32)
 
 
@@ -72,7 +73,7 @@ DRIVER_OPTIONS: dict[str, Option] = {
     "maxtime": Option(None, optional(positive_real)),
     "ftarget": Option(None, optional(finite_real)),
     "ftol": Option("auto", optional(rate_or_auto)),
-    "ftol_window": Option(50, integer_between(1, 10**6)),
+    "ftol_window": Option(None, optional(integer_between(1, BIG))),
     "xtol": Option("auto", optional(rate_or_auto)),
     "noisy": Option(False, boolean),
     "final_evaluations": Option(None, optional(integer_between(1, 10_000))),
@@ -239,6 +240,10 @@ class Optimizer:
         adaptive = self._step.control is not None
         if self.options["ftol"] == "auto":
             self.options["ftol"] = FTOL if adaptive else None
+        if self.options["ftol_window"] is None:
+            self.options["ftol_window"] = max(
+                FTOL_WINDOW, math.ceil(2 * self._step.space.dim / self._step.points_per_iteration)
+            )
         if self.options["xtol"] == "auto":
             eps = float(self.xp.finfo(x0.dtype).eps)
             self.options["xtol"] = XTOL_PER_SQRT_EPS * math.sqrt(eps) if adaptive else None
@@ -275,7 +280,8 @@ class Optimizer:
         self._scale: float | None = None  # of f: the first batch's (divergence test, ftol)
         self._first = math.nan  # f estimate of the first finite iteration
         self._final_values: list[float] | None = None
-        self._recent: deque[float] = deque(maxlen=2 * self.options["ftol_window"])
+        self._recent: list[float] = []  # f estimates of the current ftol window
+        self._previous_median = math.nan  # of the window before
         self._trace = {"nit": array("q"), "nfev": array("q"), "fun": array("d")}
         self._failed_evaluations = 0
         self._failed_in_a_row = 0
@@ -512,6 +518,7 @@ class Optimizer:
             "first": self._first,
             "final_values": self._final_values,
             "recent": list(self._recent),
+            "previous_median": self._previous_median,
             "trace": self._trace,
             "failed_evaluations": self._failed_evaluations,
             "failed_in_a_row": self._failed_in_a_row,
@@ -548,7 +555,8 @@ class Optimizer:
         opt._first = float(state["first"])
         final = state["final_values"]
         opt._final_values = None if final is None else [float(v) for v in final]
-        opt._recent.extend(float(v) for v in state["recent"])
+        opt._recent = [float(v) for v in state["recent"]]
+        opt._previous_median = float(state["previous_median"])
         opt._trace = {
             "nit": array("q", state["trace"]["nit"].tolist()),
             "nfev": array("q", state["trace"]["nfev"].tolist()),
@@ -690,7 +698,7 @@ class Optimizer:
         else:
             self._step.shorten(BACKOFF)
             rate = self.learning_rate
-        self._recent.clear()
+        self._recent, self._previous_median = [], math.nan
         self.restarts.append(
             {
                 "nit": self.nit,
@@ -728,15 +736,14 @@ class Optimizer:
                 self.stop(FTARGET, f"ftarget reached: f = {reached:.6g} <= {target:.6g}.")
                 return
         self._recent.append(f_estimate)
-        window = opts["ftol_window"]
-        if opts["ftol"] is not None and len(self._recent) == 2 * window:
-            recent = list(self._recent)
-            before, after = _mean(recent[:window]), _mean(recent[window:])
+        if opts["ftol"] is not None and len(self._recent) == opts["ftol_window"]:
+            before, after = self._previous_median, statistics.median(self._recent)
+            self._recent, self._previous_median = [], after
             if before - after <= opts["ftol"] * max(abs(before), abs(after), self._scale):
                 self.stop(
                     SUCCESS,
-                    f"The mean f estimate decreased by at most ftol (relative) over the last "
-                    f"{window} iterations.",
+                    f"The median f estimate of the last {opts['ftol_window']} iterations was "
+                    "lower than that of the iterations before by at most ftol (relative).",
                 )
                 return
         if opts["xtol"] is not None and self._step_length() <= opts["xtol"] * self._length_scale:

@@ -17,12 +17,19 @@ last accepted point, and the f estimate of the batch taken there.
   when ``x0 = 0``.
 - The smoothing radius follows the step length: queries lie at ``mu |u| ~ mu sqrt(d)`` from
   their centre, and ``mu sqrt(d)`` is kept within a factor 2 of ``SPREAD`` times the running
-  geometric mean of the trial step lengths, on the grid ``mu0 2**k``. As the run converges the
+  geometric mean of the trial step lengths, on the grid ``mu0 2**k`` (a decrease goes down
+  at least two steps of the grid). As the run converges the
   radius shrinks with the steps, so the precision is not capped at the ``O(mu**2)`` bias of a
   fixed radius. When it changes, queries kept from earlier iterations (ZoVH and ZoAR reuse them)
   are forgotten: they were taken at another radius; and the next trial's ``eta`` is set again
   from the running step length, since the length of a direction may scale with the radius
   (ZoVH's does, through its ``lambda``).
+- Noise sets a floor under the radius. The *slope* of a batch, the spread of its values over
+  ``mu``, is about ``|grad f|`` while the values differ by ``f``'s change, but grows as
+  ``1 / mu`` once noise (or rounding) dominates them. After the radius shrinks, the mean log
+  slope of the next ``CHECKED`` batches is compared with that of the batches before; if it
+  grew by more than half of what noise would make it grow, the radius goes back up and never
+  goes below that level again.
 
 Everything it compares is an f estimate with another, and ``eta`` starts from the length of the
 first direction, so ``f -> s f`` (``s > 0``) leaves every iterate as it was: for powers of two
@@ -36,9 +43,10 @@ from typing import Any
 
 INITIAL_STEP = 0.1  # the first trial step, as a fraction of the length scale l
 GROW = 2.0**0.25  # learning-rate factor after an accepted trial
-SHRINK = 2.0**(-1 / 3)  # after a rejected one
+SHRINK = 2.0**-0.2  # after a rejected one: stationary at a success rate of 4/9 (below 1/2)
 SPREAD = 1.0  # query distance mu sqrt(d) over the trial step length
 TRACKING = 0.3  # weight of the latest trial in the running geometric mean of step lengths
+CHECKED = 10  # batches at a smaller radius before the noise test compares their slopes
 
 # what the centre of the batch just evaluated was
 MEASURE, TRIAL = "measure", "trial"
@@ -72,10 +80,37 @@ class StepSizeControl:
         self.reference = math.nan  # f estimate at the centre
         self.accepted = 0
         self.rejected = 0
+        self.floor = -(2**62)  # lowest level allowed (raised by the noise test)
+        self.slopes = 0.0  # sum of the log slopes of the batches at this level
+        self.counted = 0  # and their number
+        self.before = math.nan  # mean log slope at the level before a decrease
+        self.drop = 0  # levels of that decrease
 
     @property
     def smoothing(self) -> float:
         return math.ldexp(self.base_smoothing, self.level)
+
+    def observe(self, spread: float) -> bool:
+        """Take the spread (standard deviation) of a batch's values; ``True`` if the noise
+        test just raised the radius (queries kept at the old radius must go)."""
+        if not spread > 0:
+            return False
+        self.slopes += math.log(spread / self.smoothing)
+        self.counted += 1
+        if self.drop == 0 or self.counted < CHECKED:
+            return False
+        grown = self.slopes / self.counted - self.before
+        drop, self.drop = self.drop, 0
+        if grown <= 0.5 * drop * math.log(2):
+            return False
+        self._set_level(self.level + drop)
+        self.floor = self.level
+        return True
+
+    def _set_level(self, level: int) -> None:
+        self.level = level
+        self.slopes, self.counted = 0.0, 0
+        self.anchor = True
 
     def judge(self, f_estimate: float) -> bool | None:
         """Judge the batch just evaluated, whose values average ``f_estimate``: ``True`` if it
@@ -118,10 +153,16 @@ class StepSizeControl:
         s += TRACKING * (math.log(step_length) - s)
         self.step_length = math.exp(s)
         target = math.log2(SPREAD * self.step_length / math.sqrt(self.dim) / self.base_smoothing)
-        if abs(target - self.level) <= 1:
+        level = max(round(target), self.floor)
+        if abs(target - self.level) <= 1 or level == self.level:
             return False
-        self.level = round(target)
-        self.anchor = True
+        if level < self.level:  # at least 4 times smaller, so that the noise test has power
+            level = max(min(level, self.level - 2), self.floor)
+            self.before = self.slopes / self.counted if self.counted else math.nan
+            self.drop = self.level - level if self.counted else 0
+        else:
+            self.drop = 0
+        self._set_level(level)
         return True
 
     def shorten(self, factor: float) -> None:
@@ -130,8 +171,8 @@ class StepSizeControl:
         if not math.isnan(self.learning_rate):
             self.learning_rate *= factor
         self.step_length *= factor
-        self.level += math.floor(math.log2(factor))
-        self.anchor = True
+        self._set_level(max(self.level + math.floor(math.log2(factor)), self.floor))
+        self.drop = 0
         self.phase = MEASURE
 
     def state(self) -> dict[str, Any]:

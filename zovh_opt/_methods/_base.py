@@ -200,12 +200,17 @@ class AskTellMethod:
         else:
             verdict = control.judge(float(np.sum(values)) / n)
             self._tell(values)
+            control.phase = _step_size.MEASURE  # until a trial step is taken
+            noisy = control.observe(float(np.std(values, ddof=1))) and self._adapt_smoothing
+            if noisy:  # the radius went back up: the kept queries and the direction go
+                self._set_smoothing(control.smoothing)
             if verdict is False:
                 self._x = self._centre  # undone; the next ask measures the centre again
             else:
                 if verdict:
                     self._centre = self._x
-                self._trial()
+                if not noisy:
+                    self._trial()
         self._rows = None
         self.nit += 1
         self.nfev += n
