@@ -25,7 +25,6 @@ from ._checkpoint import CheckpointError
 from ._interrupts import deferred_interrupts
 from ._methods import METHODS
 from ._methods._base import rate_or_auto
-from ._step_size import length_scale
 from ._options import (
     Option,
     boolean,
@@ -35,6 +34,7 @@ from ._options import (
     positive_real,
     resolve,
 )
+from ._step_size import length_scale
 
 __all__ = ["Optimizer"]
 

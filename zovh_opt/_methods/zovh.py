@@ -136,7 +136,7 @@ class ZoVH(ReusesQueries, AskTellMethod):
         self._step_sq = None if step_sq is None else float(step_sq)
         self.regularization = float(state["regularization"])
         if c is not None and c.shape != (len(self.queries),):
-            raise ValueError(f"step coefficients of shape {c.shape} for {len(self.queries)} queries")
+            raise ValueError(f"{c.shape[0]} step coefficients for {len(self.queries)} queries")
         self._coefficients = None if c is None else np.asarray(c, dtype=np.float64)
 
     @property

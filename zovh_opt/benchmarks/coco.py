@@ -231,7 +231,8 @@ def run(args: argparse.Namespace) -> int:
     if s["log"]:
         shutil.rmtree(out / "exdata", ignore_errors=True)
     report = Report(args, NAME, f"COCO {s['suite']}, d = {s['dim']}: solved triples")
-    results = dict(zip(s["solvers"], run_jobs(solve, [(c, s) for c in s["solvers"]], args.jobs, NAME)))
+    runs = run_jobs(solve, [(c, s) for c in s["solvers"]], args.jobs, NAME)
+    results = dict(zip(s["solvers"], runs, strict=True))
     d = s["dim"]
     checkpoints = (10 * d, s["budget"] * d) if s["budget"] > 10 else (s["budget"] * d,)
     report.text(

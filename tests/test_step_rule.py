@@ -1,0 +1,109 @@
+"""The default step rule, learning_rate="auto" (zovh_opt._step_size): scale invariance,
+precision, far and near starts, undone trials, noise, and SciPy-like budgets."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import zovh_opt
+from zovh_opt.problems import quadratic
+
+
+def shifted_sphere(s):
+    return lambda x: 0.5 * s * float(np.sum((x - 1.0) ** 2))
+
+
+@pytest.mark.parametrize("method", ["zovh", "zoar", "zo-sgd", "mezo"])
+def test_f_times_a_power_of_two_gives_the_same_iterates_bit_for_bit(method):
+    """f -> c f changes no comparison and scales every direction by c, so the rule's
+    iterates are the same; for c = 2^k the floating-point arithmetic is exact too. (Not
+    HiZOO: its diagonal Hessian estimate starts at I, a curvature scale of its own.)"""
+    runs = [
+        zovh_opt.minimize(
+            lambda x, c=c: c * quadratic(x),
+            np.linspace(-1, 2, 30),
+            method=method,
+            rng=3,
+            options={"maxfev": 600},
+        )
+        for c in (2.0**-30, 1.0, 2.0**30)
+    ]
+    for res in runs[1:]:
+        assert res.nfev == runs[0].nfev and res.nit == runs[0].nit
+        assert np.array_equal(res.x, runs[0].x)
+
+
+def test_every_scale_of_f_reaches_1e_8_with_the_same_evaluations():
+    """The issue's scale test: 0.5 s |x - 1|^2, d = 100, x0 = 0, defaults, maxfev = 20000."""
+    nfev = []
+    for s in (1e-6, 1e-3, 1.0, 1e3, 1e6):
+        f = shifted_sphere(s)
+        f0 = f(np.zeros(100))
+        res = zovh_opt.minimize(f, np.zeros(100), rng=0, options={"maxfev": 20_000})
+        assert res.success and res.fun <= 1e-8 * f0, (s, res.fun / f0, res.message)
+        nfev.append(res.nfev)
+    assert max(nfev) <= 1.1 * min(nfev), nfev
+
+
+@pytest.mark.parametrize("start, optimum", [(1e3, 0.0), (0.0, 1e3), (1e-3, 0.0), (0.0, 1e-3)])
+def test_far_and_near_starts_converge(start, optimum):
+    def f(x):
+        return float(np.sum((x - optimum) ** 2))
+
+    x0 = np.full(100, start)
+    res = zovh_opt.minimize(f, x0, rng=0, options={"maxfev": 20_000})
+    assert res.success and res.fun <= 1e-8 * f(x0), (res.fun / f(x0), res.message)
+
+
+def test_a_trial_that_is_not_better_is_undone():
+    """Each batch either measures the centre, or is a trial: accepted when its mean is below
+    the centre's (it becomes the centre), else the iterate returns to the centre, bit for bit."""
+    opt = zovh_opt.ZOAR(np.full(50, 3.0), rng=0)
+    control = opt.control
+    accepted = undone = 0
+    for _ in range(300):
+        centre, was_trial, reference = opt.centre, control.phase == "trial", control.reference
+        values = quadratic(opt.ask())
+        opt.tell(values)
+        if not was_trial:
+            assert control.reference == values.mean()
+        elif values.sum() / values.shape[0] < reference:
+            accepted += 1
+            assert np.array_equal(opt.centre, centre) is False
+        else:
+            undone += 1
+            assert np.array_equal(opt.x, centre) and np.array_equal(opt.centre, centre)
+    assert accepted > 50 and undone > 50
+
+
+def test_noisy_objective_stops_converged_near_the_noise_floor():
+    """sigma = 1 on |x|^2 (f(x0) = 100, d = 100): the run ends on its own (the medians of the
+    f estimates stop decreasing) with success, far below f(x0); the radius stops shrinking
+    where the noise dominates the values (its floor is raised)."""
+    noise = np.random.default_rng(1)
+
+    def measured(x):
+        return float(x @ x) + noise.standard_normal()
+
+    res = zovh_opt.minimize(measured, np.ones(100), rng=0, options={"noisy": True})
+    assert res.success and res.nfev < 1000 * 100
+    assert float(res.x @ res.x) < 0.2 * 100
+
+
+def test_maxfev_is_not_capped_by_maxiter_and_grows_with_d():
+    opt = zovh_opt.Optimizer(np.zeros(7))
+    assert opt.options["maxfev"] == 7000 and opt.options["maxiter"] is None
+    res = zovh_opt.minimize(shifted_sphere(1.0), np.zeros(300), rng=0, options={"maxfev": 3001})
+    assert res.status == 1 and res.nfev == 3001 and "raise it" in res.message
+
+
+def test_a_float_rate_is_the_papers_algorithm_with_its_constants():
+    opt = zovh_opt.Optimizer(np.zeros(100), options={"learning_rate": 1e-3})
+    step = opt._step
+    assert step.control is None and step.smoothing == 0.1 and step.regularization == 0.1
+    assert opt.options["ftol"] is None and opt.options["xtol"] is None
+    res = zovh_opt.minimize(
+        quadratic, np.ones(100), rng=0, options={"learning_rate": 1e-3, "maxfev": 3001}
+    )
+    assert res.status == 1 and res.nfev == 3001
