@@ -138,3 +138,23 @@ def test_peers_quick(tmp_path):
         case = f"small budget/{problem}"
         assert f(case, "L-BFGS-B (FD)") >= 0.99 * data[case]["f0"]
         assert f(case, "zovh") < 0.99 * data[case]["f0"]
+
+
+def test_coco_quick(tmp_path):
+    """Every solver on two bbob-largescale problems; the fractions are COCO's anytime measure,
+    checked against the targets each solver's hits record."""
+    pytest.importorskip("cocoex")
+    pytest.importorskip("cma")
+    from zovh_opt.benchmarks import coco
+
+    main(["coco", "--quick", "--out", str(tmp_path), "--jobs", "1"])
+    record = json.loads((tmp_path / "record.json").read_text())
+    assert set(record["data"]) == set(coco.SOLVERS)
+    for runs in record["data"].values():
+        assert len(runs) == 2
+        for run in runs:
+            hits = [h for h in run["hits"] if h is not None]
+            # targets are met in order, within the budget of 20 d
+            assert hits == sorted(hits) and all(0 < h <= 20 * 20 for h in hits)
+    # the sphere f1 is solved to 1e1 ... by every method within the budget
+    assert all(runs[0]["hits"][0] is not None for runs in record["data"].values())

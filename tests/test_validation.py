@@ -54,7 +54,7 @@ INTEGERS = {  # name: smallest and largest allowed value
     "history": (1, 10_000),
     "maxiter": (1, 2**62),
     "maxfev": (1, 2**62),
-    "ftol_window": (1, 10**6),
+    "ftol_window": (1, 2**62),
     "final_evaluations": (1, 10_000),
     "max_restarts": (0, 10**6),
 }

@@ -87,29 +87,37 @@ def minimize(
         values, for plotting); ``jac``, the latest gradient estimate, and for ``"zovh"``
         ``hess_inv``, a linear operator for the final regularised inverse-Hessian estimate.
 
-        ``status``: 0 ``ftol`` met, 1 ``maxfev``, 2 ``maxiter``, 3 failed (persistently
-        non-finite values or divergence after ``max_restarts`` restarts), 4 ``ftarget``
+        ``status``: 0 ``ftol`` or ``xtol`` met, 1 ``maxfev``, 2 ``maxiter``, 3 failed (the
+        objective gave no finite value near ``x``, also after ``max_restarts`` restarts with
+        shorter steps), 4 ``ftarget``
         reached, 5 ``maxtime``, 6 interrupted (``KeyboardInterrupt``: the result so far,
         without a final evaluation),
         99 the callback raised ``StopIteration``. ``success`` is True for 0 and 4.
 
     Options
     -------
-    learning_rate : float or "auto", default 1e-4
-        Step size :math:`\\eta` in ``x <- x - eta * p``. Zeroth-order steps diverge within a
-        few dozen iterations when it is too large; the safeguard then restarts with a quarter
-        of it (see Notes). ``"auto"`` searches ``1e-1 ... 1e-9`` with short trial runs first,
-        for at most ``90 * K`` evaluations (ZoVH). The default suits objectives with curvature
-        of order one.
-    smoothing : float, default 0.1
-        Smoothing radius :math:`\\mu`: queries are ``x + mu * u`` with ``u ~ N(0, I)``. Larger
-        values lower the variance and raise the smoothing bias (Thm. ``bias-variance-tradeoff``);
-        make it small against the scale on which ``fun`` changes shape.
-    regularization : float, default 0.1 (``"zovh"``)
-        Ridge :math:`\\lambda` of the inverse :math:`(\\hat H + \\lambda I)^{-1}`. Far from the
-        sampled directions the step is the gradient divided by :math:`\\lambda`, so
-        ``learning_rate / regularization`` is the effective gradient step; larger values also
-        guard the Woodbury denominators.
+    learning_rate : float or "auto", default "auto"
+        ``"auto"``: the parameter-free step rule (the user guide's page *Step size*).
+        Each step ``x <- c - eta * p`` from the last accepted point ``c`` is judged by the mean
+        of the next iteration's values, which are evaluated there anyway: kept when it is
+        lower than at ``c`` (``eta`` grows by ``2**(1/4)``), undone otherwise (``eta`` shrinks
+        by ``2**(-1/5)``; the next iteration measures ``c`` again). The first step is
+        ``0.1 |x0|`` long (``0.1 sqrt(d)`` from ``x0 = 0``). ``f -> s f`` leaves every iterate
+        unchanged. A float is the paper's Algorithm 1, ``x <- x - eta * p`` after every
+        iteration, with ``smoothing`` and ``regularization`` at the paper's 0.1 unless given
+        and no tolerance stop unless given; divergence then restarts with a quarter of it.
+    smoothing : float or "auto", default "auto"
+        Smoothing radius :math:`\mu`: queries are ``x + mu * u`` with ``u ~ N(0, I)``. With
+        the step rule, ``"auto"`` keeps ``mu sqrt(d)`` (the distance of the queries) near the
+        step length, so it shrinks as the run converges, down to where noise in the values
+        dominates their differences; with a float ``learning_rate`` it is 0.1. Larger values
+        lower the variance and raise the smoothing bias (Thm. ``bias-variance-tradeoff``).
+    regularization : float or "auto", default "auto" (``"zovh"``)
+        Ridge :math:`\lambda` of the inverse :math:`(\hat H + \lambda I)^{-1}`. ``"auto"``
+        with the step rule: twice the largest curvature term ``|nu_m| |u_m|^2 / (M - 1)`` of
+        the kept queries, which scales with ``f`` and keeps every Woodbury denominator at least
+        half its ``lambda^2 (M - 1)`` term; with a float ``learning_rate`` it is 0.1. Far from
+        the sampled directions the step is the gradient divided by :math:`\lambda`.
     n_directions : int, default 3 (1 for ``"hizoo"`` and ``"mezo"``)
         Directions per iteration, ``K`` (>= 3 for ``"zovh"`` with ``product="shared"``).
     history : int, default 4 (``"zovh"``, ``"zoar"``)
@@ -131,8 +139,23 @@ def minimize(
         (``O(N K)`` numbers plus the ``K`` directions of the current iteration, at the price of
         drawing the ``(N - 1) K`` older ones twice per iteration). Both give bit-identical
         runs.
-    maxiter : int, default 1000
-        Maximum number of iterations.
+    maxfev : int, default 1000 d
+        Maximum number of function evaluations, the final ones included (SciPy's ``maxfun``
+        is read as ``maxfev``). The default is SciPy's Powell's.
+    maxiter : int, optional
+        Maximum number of iterations; by default only ``maxfev`` bounds the run.
+    ftol : float or "auto", default "auto"
+        Stop with success when the median f estimate of the last ``ftol_window`` iterations
+        is lower than that of the window before by at most ``ftol`` times the larger of their
+        magnitudes and the scale of f at ``x0``. ``"auto"``: 1e-12 with the step rule (the
+        estimates no longer decrease: converged, or at the noise floor), none with a fixed
+        rate. ``tol`` sets it.
+    ftol_window : int, optional
+        Iterations per ``ftol`` window; by default those of ``2 d`` evaluations, at least 50.
+    xtol : float or "auto", default "auto"
+        Stop with success when the step length falls below ``xtol`` times the length scale of
+        ``x0`` (``|x0|``, or ``sqrt(d)`` when ``x0 = 0``). ``"auto"``: ``1e-3 sqrt(eps)``
+        with the step rule (1.5e-11 in float64, 3.5e-7 in float32), none with a fixed rate.
     maxfev : int, optional
         Hard budget of function evaluations, including the final ones at ``x``. ``maxfun``,
         the name SciPy's L-BFGS-B and TNC use, is accepted for it.
@@ -152,7 +175,8 @@ def minimize(
     final_evaluations : int, default 1 (10 with ``noisy=True``)
         Evaluations at the final iterate.
     max_restarts : int, default 5
-        Safeguard restarts allowed before a failure ends the run (0: the first one does).
+        Restarts after 10 iterations in a row without finite values, before the next such
+        failure ends the run with status 3. Divergence of a fixed rate always restarts.
     disp : bool or int, default False
         Print a table row (iteration, evaluations, f estimate, step norm, learning rate,
         elapsed seconds) about 20 times a run, or every ``disp`` iterations, then a summary.
@@ -162,12 +186,13 @@ def minimize(
     Notes
     -----
     *Failures.* A NaN or +-inf value is missing data: its iteration is dropped (no value
-    reaches the estimators, the next iteration draws new directions) and
-    ``failed_evaluations`` counts it. Ten such iterations in a row, or an f estimate that
-    shows the iterates diverging (it grew a hundredfold over its scale), restart the run from
-    the iterate with the lowest f estimate so far, with the learning rate cut by 4; after
-    ``max_restarts`` restarts it ends with status 3. A step at a near-singular Woodbury
-    denominator is not taken. ``x`` is never non-finite. An exception in ``fun`` propagates
+    reaches the estimators, the next iteration draws new directions, and a trial step of the
+    step rule is undone) and ``failed_evaluations`` counts it. Ten such iterations in a row
+    restart from the last accepted point (with a fixed rate: the iterate with the lowest f
+    estimate) with steps, and the step rule's radius, cut by 4; after ``max_restarts`` such
+    restarts the next ends the run with status 3. With a fixed rate, an f estimate that
+    shows the iterates diverging (it grew a hundredfold over its scale) restarts the same
+    way, without limit. ``x`` is never non-finite. An exception in ``fun`` propagates
     unchanged; use `Optimizer` to go on after it. Details in `Optimizer`.
 
     *Noisy objectives.* For ``f(x) + sigma * xi`` the lowest of thousands of noisy values is
@@ -176,13 +201,10 @@ def minimize(
     ``final_evaluations`` fresh values there (unbiased for ``f(x)``) and ``fun_std_error`` its
     standard error.
 
-    The defaults ``K = 3``, ``N = 4``, ``mu = 0.1`` and ``lambda = 0.1`` are the paper's
-    (Appx. ``synthetic-setup``). With them ``eta / lambda = 1e-3`` is the effective gradient step
-    away from the sampled directions, stable on a unit-curvature quadratic in ``d = 1000``
-    (``eta = 1e-3`` there diverges, as does plain zeroth-order SGD at the same effective step).
-    There is no learning rate that suits every objective: Rosenbrock from ``x0 ~ N(0, I)`` in
-    ``d = 1000`` needs about ``eta = 1e-7`` (``3e-7`` diverges for some seeds), in line with the
-    paper's grids.
+    With a float ``learning_rate``, ``K = 3``, ``N = 4``, ``mu = 0.1`` and ``lambda = 0.1``
+    are the paper's (Appx. ``synthetic-setup``), and the run is its Algorithm 1. There is no
+    fixed rate that suits every objective: Rosenbrock from ``x0 ~ N(0, I)`` in ``d = 1000``
+    needs about ``eta = 1e-7`` (``3e-7`` diverges for some seeds), a unit quadratic ``1e-4``.
 
     Examples
     --------

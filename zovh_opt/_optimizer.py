@@ -157,15 +157,10 @@ class Optimizer:
 
     Notes
     -----
-    **Order of a run.** With ``learning_rate="auto"`` the run starts with a search over
-    ``1e-1, 1e-2, ..., 1e-9``: each trial rate runs ``10`` iterations from ``x0``, from the
-    largest rate down, and is scored by its mean f estimate over its last ``3`` iterations; the
-    scan stops once two rates in a row score worse than the best. The run then continues the
-    best trial at its rate; should that rate prove too large later, the safeguard below cuts
-    it. This costs at most ``9 * 10`` iterations, ``90 * K`` evaluations for ZoVH, all
-    counted in ``nit`` and ``nfev`` (and in ``trace``, which then starts with the trials).
-    Then come the iterations proper, until a stopping rule fires; then one final ask: the
-    iterate itself, ``final_evaluations`` times.
+    **Order of a run.** Iterations, until a stopping rule fires; then one final ask: the
+    iterate itself, ``final_evaluations`` times. With ``learning_rate="auto"`` (the default)
+    each iteration after the first either measures the step rule's centre or tries a step
+    from it, kept or undone on the mean of its values (`zovh_opt.minimize`, ``learning_rate``).
 
     **Failed evaluations.** An evaluation that returns NaN or +-inf is missing data: its
     iteration is dropped (none of its values reaches the estimators, the iterate stays, and
@@ -173,15 +168,19 @@ class Optimizer:
     Only ``10`` such iterations in a row make a failure, below.
 
     **Failures and restarts.** An iteration fails when its values were not finite ``10``
-    times in a row, or when its f estimate (the mean of its values, see ``trace``) exceeds the
-    lowest one so far by more than ``100`` times their scale (the largest of the first
-    estimate, the lowest one, the decrease between them and the spread of the first
-    iteration's values): the iterates are diverging. The run then restarts from the iterate
-    with the lowest f estimate so far, with the queries forgotten and the learning rate cut by
-    4, and ``result().restarts`` records it. After ``max_restarts`` restarts the next failure
-    ends the run with status 3. (A ZoVH step at a Woodbury denominator near zero is not a
-    failure of the rate: ZoVH does not take it and ``result().rejected_steps`` counts it; see
-    `zovh_opt.ZoVH`.)
+    times in a row; the run then restarts from the step rule's centre (with a fixed rate:
+    the iterate with the lowest f estimate so far) with steps cut by 4 (and the step rule's
+    smoothing radius), the queries forgotten, and ``result().restarts`` records it
+    (``cause``: ``"non-finite values"``). After ``max_restarts`` such restarts the next
+    failure ends the run with status 3: the objective cannot be evaluated near ``x``. With a
+    fixed rate, an f estimate (the mean of an iteration's values, see ``trace``) that
+    exceeds the lowest one so far by more than ``100`` times their scale (the largest of the
+    first estimate, the lowest one, the decrease between them and the spread of the first
+    iteration's values) shows the iterates diverging: the run restarts the same way
+    (``cause``: ``"divergence"``), whatever ``max_restarts``, since the cut rate ends it. The
+    step rule cannot diverge: a step that makes the f estimate worse is undone. (A ZoVH step
+    at a Woodbury denominator near zero is not taken and ``result().rejected_steps`` counts
+    it; see `zovh_opt.ZoVH`.)
 
     **The returned point.** By default ``x`` is the point with the lowest value among all
     evaluated points (the queries and the final iterate) whose value is finite, and ``fun`` is
