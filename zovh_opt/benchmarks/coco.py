@@ -299,5 +299,7 @@ def _cocopp(out: Path, results: dict[str, Any], report: Report) -> None:
     figures = sorted((out / "ppdata").rglob("pprldmany_*noiselessall.*"))
     png = [p for p in figures if p.suffix == ".png"] or figures
     if png:
-        shutil.copy(png[0], out / f"cocopp{png[0].suffix}")
-        report.sections.append(f"![cocopp runtime ECDF, all functions](cocopp{png[0].suffix})")
+        name = f"cocopp{png[0].suffix}"
+        shutil.copy(png[0], out / name)
+        link = f"![cocopp runtime ECDF, all functions]({name})" if name.endswith(".png") else ""
+        report.sections.append(link or f"COCO's runtime ECDF, all functions: [{name}]({name})")
