@@ -107,17 +107,17 @@ def minimize(
         iteration, with ``smoothing`` and ``regularization`` at the paper's 0.1 unless given
         and no tolerance stop unless given; divergence then restarts with a quarter of it.
     smoothing : float or "auto", default "auto"
-        Smoothing radius :math:`\mu`: queries are ``x + mu * u`` with ``u ~ N(0, I)``. With
+        Smoothing radius :math:`\\mu`: queries are ``x + mu * u`` with ``u ~ N(0, I)``. With
         the step rule, ``"auto"`` keeps ``mu sqrt(d)`` (the distance of the queries) near the
         step length, so it shrinks as the run converges, down to where noise in the values
         dominates their differences; with a float ``learning_rate`` it is 0.1. Larger values
         lower the variance and raise the smoothing bias (Thm. ``bias-variance-tradeoff``).
     regularization : float or "auto", default "auto" (``"zovh"``)
-        Ridge :math:`\lambda` of the inverse :math:`(\hat H + \lambda I)^{-1}`. ``"auto"``
+        Ridge :math:`\\lambda` of the inverse :math:`(\\hat H + \\lambda I)^{-1}`. ``"auto"``
         with the step rule: twice the largest curvature term ``|nu_m| |u_m|^2 / (M - 1)`` of
         the kept queries, which scales with ``f`` and keeps every Woodbury denominator at least
         half its ``lambda^2 (M - 1)`` term; with a float ``learning_rate`` it is 0.1. Far from
-        the sampled directions the step is the gradient divided by :math:`\lambda`.
+        the sampled directions the step is the gradient divided by :math:`\\lambda`.
     n_directions : int, default 3 (1 for ``"hizoo"`` and ``"mezo"``)
         Directions per iteration, ``K`` (>= 3 for ``"zovh"`` with ``product="shared"``).
     history : int, default 4 (``"zovh"``, ``"zoar"``)
