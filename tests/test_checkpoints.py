@@ -277,3 +277,15 @@ def test_a_checkpoint_keeps_a_non_default_device(tmp_path):
     res = loaded.run(fun)
     assert res.x.device == device and res.fun == whole.fun
     assert bool(xps.all(res.x == whole.x)) and res.nfev == whole.nfev
+
+
+@pytest.mark.parametrize("options", [{}, {"learning_rate": 1e-3, "xtol": 1e-9}])
+def test_a_loaded_run_stops_on_the_same_xtol_scale(options, tmp_path):
+    """The length scale of x0 that xtol multiplies comes back with the run (a checkpoint is
+    loaded through an optimizer built at x0 = 0, whose own scale would be sqrt(d))."""
+    opt = zovh_opt.Optimizer(np.full(50, 7.0), rng=0, options=options)
+    for _ in range(3):
+        opt.tell([float(p @ p) for p in opt.ask()])
+    opt.save(tmp_path / "run.npz")
+    loaded = zovh_opt.Optimizer.load(tmp_path / "run.npz")
+    assert loaded._length_scale() == opt._length_scale() == pytest.approx(7.0 * 50**0.5)

@@ -24,13 +24,13 @@ from ._backend import ArraySpace, DirectionSource, as_array, namespace_of, to_ho
 from ._checkpoint import CheckpointError
 from ._interrupts import deferred_interrupts
 from ._methods import METHODS
-from ._methods._base import rate_or_auto
 from ._options import (
     Option,
     boolean,
     finite_real,
     integer_between,
     optional,
+    positive_or_auto,
     positive_real,
     resolve,
 )
@@ -72,9 +72,9 @@ DRIVER_OPTIONS: dict[str, Option] = {
     "maxfev": Option(None, optional(integer_between(1, BIG))),
     "maxtime": Option(None, optional(positive_real)),
     "ftarget": Option(None, optional(finite_real)),
-    "ftol": Option("auto", optional(rate_or_auto)),
+    "ftol": Option("auto", optional(positive_or_auto)),
     "ftol_window": Option(None, optional(integer_between(1, BIG))),
-    "xtol": Option("auto", optional(rate_or_auto)),
+    "xtol": Option("auto", optional(positive_or_auto)),
     "noisy": Option(False, boolean),
     "final_evaluations": Option(None, optional(integer_between(1, 10_000))),
     "max_restarts": Option(5, integer_between(0, 10**6)),
@@ -247,12 +247,11 @@ class Optimizer:
             eps = float(self.xp.finfo(x0.dtype).eps)
             self.options["xtol"] = XTOL_PER_SQRT_EPS * math.sqrt(eps) if adaptive else None
 
-        control = self._step.control
-        self._length_scale = (
-            control.scale
-            if control is not None
-            else length_scale(float(self.xp.linalg.vector_norm(x0)), self._step.space.dim)
-        )
+        # x0's length scale for xtol; the step rule keeps its own
+        self._x0_scale = None
+        if self._step.control is None and self.options["xtol"] is not None:
+            norm = float(self.xp.linalg.vector_norm(x0))
+            self._x0_scale = length_scale(norm, self._step.space.dim)
         per_iteration = self._step.points_per_iteration
         final = self.options["final_evaluations"]
         if self.options["maxfev"] is None:
@@ -514,6 +513,7 @@ class Optimizer:
             "best": None if self._best is None else list(self._best),
             "anchor": list(self._anchor),
             "scale": self._scale,
+            "x0_scale": self._x0_scale,
             "first": self._first,
             "final_values": self._final_values,
             "recent": list(self._recent),
@@ -551,6 +551,7 @@ class Optimizer:
         opt._best = None if best is None else (float(best[0]), user(vector(best[1])))
         opt._anchor = (float(state["anchor"][0]), user(vector(state["anchor"][1])))
         opt._scale = None if state["scale"] is None else float(state["scale"])
+        opt._x0_scale = None if state["x0_scale"] is None else float(state["x0_scale"])
         opt._first = float(state["first"])
         final = state["final_values"]
         opt._final_values = None if final is None else [float(v) for v in final]
@@ -745,7 +746,7 @@ class Optimizer:
                     "lower than that of the iterations before by at most ftol (relative).",
                 )
                 return
-        if opts["xtol"] is not None and self._step_length() <= opts["xtol"] * self._length_scale:
+        if opts["xtol"] is not None and self._step_length() <= opts["xtol"] * self._length_scale():
             self.stop(
                 SUCCESS,
                 "The steps became shorter than xtol times the length scale of x0.",
@@ -755,6 +756,11 @@ class Optimizer:
         """The running step length of the step rule, or the latest step's with a fixed rate."""
         control = self._step.control
         return self._step.step_norm if control is None else control.step_length
+
+    def _length_scale(self) -> float:
+        """The length scale of ``x0`` that ``xtol`` multiplies."""
+        control = self._step.control
+        return self._x0_scale if control is None else control.scale
 
     def _answer(self) -> tuple[Any, float, dict[str, Any]]:
         """The returned point, its value and extra fields (see the class Notes)."""

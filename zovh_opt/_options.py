@@ -34,6 +34,11 @@ def positive_real(name: str, value: Any) -> float:
     return value
 
 
+def positive_or_auto(name: str, value: Any) -> float | str:
+    """``"auto"`` or a finite real number > 0."""
+    return "auto" if isinstance(value, str) and value == "auto" else positive_real(name, value)
+
+
 def fraction(name: str, value: Any) -> float:
     """A real number in ``(0, 1]``."""
     value = _real(name, value, "a number in (0, 1]")

@@ -116,7 +116,8 @@ class StepSizeControl:
         """Judge the batch just evaluated, whose values average ``f_estimate``: ``True`` if it
         was a trial and is accepted (its point is the new centre), ``False`` if it was a
         trial and is undone, ``None`` if it measured the centre."""
-        if self.phase == MEASURE:
+        was_trial, self.phase = self.phase == TRIAL, MEASURE  # until `stepped`
+        if not was_trial:
             self.reference = f_estimate
             return None
         if f_estimate < self.reference:
@@ -126,7 +127,6 @@ class StepSizeControl:
             return True
         self.learning_rate *= SHRINK
         self.rejected += 1
-        self.phase = MEASURE
         return False
 
     def missing(self) -> None:

@@ -9,7 +9,7 @@ import numpy as np
 
 from .. import _step_size
 from .._backend import ArraySpace, DirectionSource, to_host_floats
-from .._options import Option, positive_real, resolve
+from .._options import Option, positive_or_auto, positive_real, resolve
 from .._step_size import StepSizeControl
 
 # Bounds of the integer options: beyond them a run cannot be meant (the directions of one
@@ -20,11 +20,6 @@ MAX_HISTORY = 10_000
 # Algorithm 1's constants where the step rule is the paper's (a float learning rate) and the
 # smoothing radius is left "auto" (Appx. ``synthetic-setup``: mu = lambda = 0.1)
 PAPER_SMOOTHING = PAPER_REGULARIZATION = 0.1
-
-
-def rate_or_auto(name: str, value: Any) -> float | str:
-    """``"auto"`` or a finite number > 0."""
-    return "auto" if isinstance(value, str) and value == "auto" else positive_real(name, value)
 
 
 class AskTellMethod:
@@ -47,7 +42,8 @@ class AskTellMethod:
     after every ``tell``. ``learning_rate="auto"`` (the default) hands the rate, and with
     ``smoothing="auto"`` the smoothing radius, to a `StepSizeControl` (``control``): each
     step is a trial that the next batch's mean accepts or undoes (`zovh_opt._step_size`); a
-    ``tell`` then computes the direction (``_tell``) and `step` moves when the rule says so.
+    ``tell`` then computes the direction (``_tell``) and ``_move`` takes the step only when the
+    rule calls for a trial.
 
     After each ``tell``, ``amplification`` is the ratio of the step's length to that of the plain
     gradient step the same values give (1 for gradient methods), and ``rejected_steps`` counts
@@ -56,8 +52,8 @@ class AskTellMethod:
 
     name = ""
     options: dict[str, Option] = {
-        "learning_rate": Option("auto", rate_or_auto),
-        "smoothing": Option("auto", rate_or_auto),
+        "learning_rate": Option("auto", positive_or_auto),
+        "smoothing": Option("auto", positive_or_auto),
     }
 
     def __init__(self, x0: Any, *, rng: Any = None, **options: Any) -> None:
@@ -199,7 +195,6 @@ class AskTellMethod:
         else:
             verdict = control.judge(float(np.sum(values)) / n)
             self._tell(values)
-            control.phase = _step_size.MEASURE  # until a trial step is taken
             noisy = control.observe(float(np.std(values, ddof=1))) and self._adapt_smoothing
             if noisy:  # the radius went back up: the kept queries and the direction go
                 self._set_smoothing(control.smoothing)

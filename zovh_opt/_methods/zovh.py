@@ -11,14 +11,13 @@ from scipy.optimize import OptimizeWarning
 
 from .. import estimators
 from .._history import STORAGES, QueryHistory
-from .._options import Option, integer_between, one_of
+from .._options import Option, integer_between, one_of, positive_or_auto
 from ._base import (
     MAX_DIRECTIONS,
     MAX_HISTORY,
     PAPER_REGULARIZATION,
     AskTellMethod,
     ReusesQueries,
-    rate_or_auto,
 )
 
 # regularization="auto" with the step rule "auto": lambda is this many times the largest
@@ -76,7 +75,7 @@ class ZoVH(ReusesQueries, AskTellMethod):
     name = "zovh"
     options = {
         **AskTellMethod.options,
-        "regularization": Option("auto", rate_or_auto),
+        "regularization": Option("auto", positive_or_auto),
         "n_directions": Option(3, integer_between(2, MAX_DIRECTIONS)),
         "history": Option(4, integer_between(1, MAX_HISTORY)),
         "product": Option("shared", one_of("shared", "decoupled")),
@@ -102,7 +101,8 @@ class ZoVH(ReusesQueries, AskTellMethod):
         self._auto_lambda = self.regularization == "auto" and self.control is not None
         if self.regularization == "auto":  # the lambda of the latest step when it adapts
             self.regularization = math.nan if self._auto_lambda else PAPER_REGULARIZATION
-        self._coefficients = None  # of the latest direction, in history order (host)
+        # of the latest direction, in history order (host); used by the step of the same tell
+        self._coefficients = None
         self.queries = QueryHistory(
             self.space, self.source, self.history, self.points_per_iteration, self.directions
         )
@@ -123,26 +123,18 @@ class ZoVH(ReusesQueries, AskTellMethod):
         self._step_sq, self._coefficients = None, None
 
     def state(self) -> dict[str, Any]:
-        return {
-            **super().state(),
-            "step_sq": self._step_sq,
-            "coefficients": self._coefficients,
-            "regularization": self.regularization,
-        }
+        return {**super().state(), "step_sq": self._step_sq, "regularization": self.regularization}
 
     def load_state(self, state: dict[str, Any]) -> None:
         super().load_state(state)
-        step_sq, c = state["step_sq"], state["coefficients"]
+        step_sq = state["step_sq"]
         self._step_sq = None if step_sq is None else float(step_sq)
         self.regularization = float(state["regularization"])
-        if c is not None and c.shape != (len(self.queries),):
-            raise ValueError(f"{c.shape[0]} step coefficients for {len(self.queries)} queries")
-        self._coefficients = None if c is None else np.asarray(c, dtype=np.float64)
 
     @property
     def direction_norm(self) -> float:
         """``sqrt(c^T G c)``: read from the Gram matrix, no pass over ``d``."""
-        return 0.0 if self._coefficients is None else self._step_sq**0.5
+        return 0.0 if self._step_sq is None else self._step_sq**0.5
 
     @property
     def points_per_iteration(self) -> int:

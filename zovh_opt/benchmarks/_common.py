@@ -24,6 +24,10 @@ from typing import Any
 PACKAGES = ("zovh-opt", "numpy", "scipy", "array-api-compat", "matplotlib", "torch", "cma")
 
 
+class BudgetExhausted(Exception):
+    """Raised by a budgeted objective of a peer comparison when its budget is spent."""
+
+
 def add_common_arguments(parser: argparse.ArgumentParser, name: str) -> None:
     """``--quick``, ``--out`` and ``--jobs``."""
     parser.add_argument(

@@ -37,17 +37,13 @@ from typing import Any
 
 import numpy as np
 
-from ._common import Report, fmt, pyplot, run_jobs
+from ._common import BudgetExhausted, Report, fmt, pyplot, run_jobs
 
 NAME = "coco"
 SOLVERS = ("zovh", "zoar", "hizoo", "mezo", "L-BFGS-B (FD)", "Powell", "sep-CMA-ES")
 ZOVH_METHODS = ("zovh", "zoar", "hizoo", "mezo")
 TARGETS = tuple(10.0**k for k in range(1, -8, -1))  # 1e1 ... 1e-7
 SIGMA0 = 2.0  # sep-CMA-ES: COCO's pycma example, 0.2 * (upper - lower) of [-5, 5]^d
-
-
-class BudgetExhausted(Exception):
-    """Raised by `Tracked` when the budget is spent."""
 
 
 class Tracked:

@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 
 from .. import problems
-from ._common import Report, fmt, pyplot, run_jobs
+from ._common import BudgetExhausted, Report, fmt, pyplot, run_jobs
 
 NAME = "peers"
 
@@ -37,10 +37,6 @@ PROBLEMS = {
 }
 CONTENDERS = ("zovh", "L-BFGS-B (FD)", "Powell", "sep-CMA-ES")
 POWELL_MEMORY = 1e9  # bytes of the direction matrix above which Powell is not run
-
-
-class BudgetExhausted(Exception):
-    """Raised by `Budgeted` when the evaluation budget is spent."""
 
 
 class Budgeted:
