@@ -22,6 +22,7 @@ HOST_ALGEBRA = {
     "_methods/zovh.py",
     "_checkpoint.py",
     "_optimizer.py",  # the trace, host floats
+    "_bounds.py",  # the bounds, read and checked once on the host
 }
 
 

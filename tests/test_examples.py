@@ -19,6 +19,7 @@ EXPECT = {
     "gpu.py": "",  # "skipping" without a GPU, a line per backend with one
     "parallel_evaluation.py": "same x in every run: True",
     "resume_from_checkpoint.py": "same x bit for bit: True",
+    "scipy_dropin.py": "every point in the box: True",
     "adversarial_attack.py": "test accuracy",
 }
 

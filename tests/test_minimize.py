@@ -59,13 +59,6 @@ def test_scipy_unknown_option_warns_with_its_name():
         zovh_opt.minimize(sphere, np.ones(4), options={"bogus": 1, "maxiter": 2})
 
 
-def test_scipy_bounds_warn():
-    with pytest.warns(RuntimeWarning, match="bounds"):
-        scipy.optimize.minimize(
-            sphere, np.ones(4), method=zovh_opt.zovh, bounds=[(0, 1)] * 4, options={"maxiter": 2}
-        )
-
-
 def test_callback_forms():
     seen_x, seen_res = [], []
     zovh_opt.minimize(

@@ -6,7 +6,7 @@ import warnings
 from collections.abc import Callable
 from typing import Any
 
-from scipy.optimize import OptimizeResult
+from scipy.optimize import LinearConstraint, NonlinearConstraint, OptimizeResult
 
 from ._optimizer import Optimizer, checked_method, known_options
 
@@ -18,10 +18,15 @@ def minimize(
     x0: Any,
     args: tuple = (),
     method: str = "zovh",
-    *,
+    jac: Any = None,
+    hess: Any = None,
+    hessp: Any = None,
+    bounds: Any = None,
+    constraints: Any = (),
+    tol: float | None = None,
     callback: Callable[..., Any] | None = None,
     options: dict[str, Any] | None = None,
-    tol: float | None = None,
+    *,
     rng: Any = None,
     workers: int | Callable[..., Any] | None = None,
     vectorized: bool = False,
@@ -50,6 +55,23 @@ def minimize(
         steps (`ZOAR`, ``K``); ``"hizoo"``, steps preconditioned by a diagonal Hessian estimate
         (`HiZOO`, ``2K + 1``); ``"mezo"``, two-point central differences (`MeZO`, ``2K``). Each
         class's docstring gives its formula and reference.
+    jac, hess, hessp : optional
+        Accepted for SciPy's signature and not used, with SciPy's ``RuntimeWarning`` (as for
+        its derivative-free methods). ``jac=True`` means that ``fun`` returns the value and
+        the gradient, as in SciPy: the value alone is used.
+    bounds : scipy.optimize.Bounds or sequence of (min, max) pairs, optional
+        Box constraints, as in SciPy: ``Bounds(lb, ub)`` or one ``(min, max)`` pair per
+        variable, ``None`` (or +-inf) for an open end, ``min == max`` for a fixed variable.
+        Every evaluated point, and ``x``, lies in the box: the run takes place in
+        unconstrained coordinates that a smooth periodic map sends into the box (the user
+        guide's page *Bounds*), so the estimators see a smooth objective. An ``x0`` outside
+        the box is clipped into it with SciPy's ``OptimizeWarning``; a lower bound above its
+        upper bound is a ``ValueError``.
+    constraints : empty
+        Other constraints are refused with a ``ValueError`` (a penalty in ``fun`` is a way
+        to keep them approximately).
+    tol : float, optional
+        Tolerance on the smoothed decrease of f: sets the ``ftol`` option unless given there.
     callback : callable, optional
         Called after every iteration, in either SciPy form: ``callback(intermediate_result)``
         (detected by that parameter name) with an ``OptimizeResult`` holding ``x``, ``fun``
@@ -58,8 +80,6 @@ def minimize(
         ``StopIteration`` ends the run with ``success=False`` and status 99.
     options : dict, optional
         Method and driver options, see below. Unknown names warn (``OptimizeWarning``).
-    tol : float, optional
-        Tolerance on the smoothed decrease of f: sets the ``ftol`` option unless given there.
     rng : None, int, numpy.random.Generator, torch.Generator or cupy generator, optional
         Source of the random directions (SPEC 7). The same seed, backend and dtype give the
         same run bit for bit.
@@ -84,8 +104,18 @@ def minimize(
         ``learning_rate`` (the rate at the end), ``restarts`` (one dict per safeguard restart),
         ``failed_evaluations`` (values that were NaN or +-inf),
         ``trace`` (per iteration ``nit``, ``nfev`` and ``fun``, the mean of that iteration's
-        values, for plotting); ``jac``, the latest gradient estimate, and for ``"zovh"``
-        ``hess_inv``, a linear operator for the final regularised inverse-Hessian estimate.
+        values, for plotting).
+
+        ``jac`` is the latest gradient estimate of the Gaussian-smoothed objective from the
+        ``M`` kept queries (eq. (6); eq. (35) with query reuse): unbiased, but with ``M``
+        values for ``d`` unknowns its error is about ``sqrt(d / (M - 1))`` times the
+        gradient's norm, so when ``d >> M`` it is a descent direction, not a gradient to
+        test optimality with. For ``"zovh"``, ``hess_inv`` is a
+        linear operator for :math:`(\\hat H + \\lambda I)^{-1}` of the last iteration
+        (eqs. (14) and (15)): along the ``M`` query directions it holds their measured curvature,
+        elsewhere it is :math:`I / \\lambda`, so in high dimension it is close to
+        :math:`I / \\lambda` and is not an estimate of the inverse Hessian. With ``bounds``
+        neither is given (they would be derivatives in the run's unconstrained coordinates).
 
         ``status``: 0 ``ftol`` or ``xtol`` met, 1 ``maxfev``, 2 ``maxiter``, 3 failed (the
         objective gave no finite value near ``x``, also after ``max_restarts`` restarts with
@@ -111,7 +141,7 @@ def minimize(
         the step rule, ``"auto"`` keeps ``mu sqrt(d)`` (the distance of the queries) near the
         step length, so it shrinks as the run converges, down to where noise in the values
         dominates their differences; with a float ``learning_rate`` it is 0.1. Larger values
-        lower the variance and raise the smoothing bias (Thm. ``bias-variance-tradeoff``).
+        lower the variance and raise the smoothing bias (Thm. 4.8).
     regularization : float or "auto", default "auto" (``"zovh"``)
         Ridge :math:`\\lambda` of the inverse :math:`(\\hat H + \\lambda I)^{-1}`. ``"auto"``
         with the step rule: twice the largest curvature term ``|nu_m| |u_m|^2 / (M - 1)`` of
@@ -121,18 +151,18 @@ def minimize(
     n_directions : int, default 3 (1 for ``"hizoo"`` and ``"mezo"``)
         Directions per iteration, ``K`` (>= 3 for ``"zovh"`` with ``product="shared"``).
     history : int, default 4 (``"zovh"``, ``"zoar"``)
-        Iterations of queries reused, ``N`` (query reuse, eq. ``hess-est-zoar``); 1 disables
+        Iterations of queries reused, ``N`` (query reuse, eq. (10)); 1 disables
         reuse.
     hessian_smoothing : float in (0, 1], default 1e-8 (``"hizoo"``)
         HiZOO's :math:`\\alpha`, the weight of each new diagonal Hessian estimate in its
         running average.
     product : {"shared", "decoupled"}, default "shared" (``"zovh"``)
         ``"shared"``: Hessian and gradient from the same ``K`` queries, bias-corrected (eq.
-        ``inv-hess-grad-prod-shared``); ``"decoupled"``: from two independent sets, ``2K``
+        (16)); ``"decoupled"``: from two independent sets, ``2K``
         evaluations per iteration.
     inverse : {"diagonal", "exact"}, default "diagonal" (``"zovh"``)
-        Diagonal-Gram approximation (eq. ``inv-hess-approx``) or exact Woodbury inverse (eq.
-        ``inv-hess-exact``) through an ``M x M`` solve.
+        Diagonal-Gram approximation (eq. (15)) or exact Woodbury inverse (eq.
+        (14)) through an ``M x M`` solve.
     directions : {"vectors", "seeds"}, default "vectors" (``"zovh"``, ``"zoar"``)
         Keep the ``N K`` history directions in one ``(N K, d)`` ring buffer, or only the block
         numbers of the run's counter-based generator and draw them again when needed
@@ -140,8 +170,9 @@ def minimize(
         drawing the ``(N - 1) K`` older ones twice per iteration). Both give bit-identical
         runs.
     maxfev : int, default 1000 d
-        Maximum number of function evaluations, the final ones included (SciPy's ``maxfun``
-        is read as ``maxfev``). The default is SciPy's Powell's.
+        Maximum number of function evaluations, the final ones included. ``maxfun``, the
+        name SciPy's L-BFGS-B and TNC use, is read as ``maxfev``. The default is SciPy's
+        Powell's.
     maxiter : int, optional
         Maximum number of iterations; by default only ``maxfev`` bounds the run.
     ftol : float or "auto", default "auto"
@@ -156,20 +187,11 @@ def minimize(
         Stop with success when the step length falls below ``xtol`` times the length scale of
         ``x0`` (``|x0|``, or ``sqrt(d)`` when ``x0 = 0``). ``"auto"``: ``1e-3 sqrt(eps)``
         with the step rule (1.5e-11 in float64, 3.5e-7 in float32), none with a fixed rate.
-    maxfev : int, optional
-        Hard budget of function evaluations, including the final ones at ``x``. ``maxfun``,
-        the name SciPy's L-BFGS-B and TNC use, is accepted for it.
     maxtime : float, optional
         Wall-clock budget in seconds, checked before each iteration.
     ftarget : float, optional
         Stop (status 4, success) once a point with ``f <= ftarget`` has been evaluated (with
         ``noisy=True``: once an iteration's f estimate is that low).
-    ftol : float, optional
-        Stop (status 0, success) when the mean f estimate over the last ``ftol_window``
-        iterations is lower than over the ``ftol_window`` before by at most ``ftol`` times
-        ``max(|f|, 1)``. ``tol`` sets it.
-    ftol_window : int, default 50
-        Iterations averaged by the ``ftol`` rule; the estimates are noisy, so keep it long.
     noisy : bool, default False
         The objective is noisy: report the final iterate and an unbiased ``fun`` (see Notes).
     final_evaluations : int, default 1 (10 with ``noisy=True``)
@@ -202,7 +224,7 @@ def minimize(
     standard error.
 
     With a float ``learning_rate``, ``K = 3``, ``N = 4``, ``mu = 0.1`` and ``lambda = 0.1``
-    are the paper's (Appx. ``synthetic-setup``), and the run is its Algorithm 1. There is no
+    are the paper's (Appx. F.2), and the run is its Algorithm 1. There is no
     fixed rate that suits every objective: Rosenbrock from ``x0 ~ N(0, I)`` in ``d = 1000``
     needs about ``eta = 1e-7`` (``3e-7`` diverges for some seeds), a unit quadratic ``1e-4``.
 
@@ -227,11 +249,59 @@ def minimize(
     if not callable(fun):
         raise TypeError(f"fun must be callable, got {type(fun).__name__}")
     method = checked_method(method)
+    fun = _unused_derivatives(fun, method, jac, hess, hessp)
+    _refuse_constraints(constraints)
     if options is not None and not isinstance(options, dict):
         raise TypeError(f"options must be a dict, got {type(options).__name__}")
     options = known_options(method, dict(options or {}), stacklevel=2)
-    optimizer = Optimizer(x0, method, options=options, tol=tol, rng=rng)
+    optimizer = Optimizer(x0, method, bounds=bounds, options=options, tol=tol, rng=rng)
     return optimizer.run(fun, args, callback=callback, workers=workers, vectorized=vectorized)
+
+
+def _unused_derivatives(fun: Callable[..., Any], method: str, jac: Any, hess: Any, hessp: Any):
+    """Warn about derivatives as SciPy's derivative-free methods do; with ``jac=True`` (``fun``
+    returns the value and the gradient) the value alone."""
+    if jac is not None and jac is not False:
+        warnings.warn(
+            f"Method {method} does not use gradient information (jac).", RuntimeWarning, 3
+        )
+    if hess is not None:
+        warnings.warn(
+            f"Method {method} does not use Hessian information (hess).", RuntimeWarning, 3
+        )
+    if hessp is not None:
+        warnings.warn(
+            f"Method {method} does not use Hessian-vector product information (hessp).",
+            RuntimeWarning,
+            3,
+        )
+    if jac is True:
+        return _ValueOnly(fun)
+    return fun
+
+
+class _ValueOnly:
+    """``fun`` that returns ``(value, gradient)``, reduced to its value (picklable)."""
+
+    def __init__(self, fun: Callable[..., Any]) -> None:
+        self.fun = fun
+
+    def __call__(self, x: Any, *args: Any) -> Any:
+        return self.fun(x, *args)[0]
+
+
+def _refuse_constraints(constraints: Any) -> None:
+    """Constraints other than bounds are refused: the methods have no way to keep them."""
+    if constraints is None:
+        return
+    if isinstance(constraints, (dict, LinearConstraint, NonlinearConstraint)):
+        constraints = [constraints]
+    if len(constraints) > 0:
+        raise ValueError(
+            "zovh_opt methods take bounds but no other constraints: pass box constraints as "
+            "bounds=, or use a constrained method such as scipy.optimize.minimize(method="
+            "'COBYQA'). A penalty added to fun is a way to keep other constraints approximately."
+        )
 
 
 def zovh(
@@ -251,8 +321,9 @@ def zovh(
     ``scipy.optimize.minimize(fun, x0, method=zovh_opt.zovh, options={...})`` runs the same
     optimizer as ``zovh_opt.minimize(fun, x0, method="zovh", options={...})``; the same seed
     gives the same ``x``. ``rng``, ``workers`` and ``vectorized`` are read from the options;
-    other unknown options warn with ``OptimizeWarning``. ZoVH uses no derivatives, bounds or
-    constraints: passing them warns.
+    other unknown options warn with ``OptimizeWarning``. ``bounds`` are kept as by
+    `zovh_opt.minimize`; ``jac``, ``hess`` and ``hessp`` are not used and warn; other
+    constraints are refused.
 
     SciPy converts ``x0`` to a NumPy array before calling a custom method, so GPU arrays must go
     through `zovh_opt.minimize` instead.
@@ -267,13 +338,6 @@ def zovh(
     >>> res.nit
     300
     """
-    for name, value in (("jac", jac), ("hess", hess), ("hessp", hessp)):
-        if value is not None and value is not False:
-            warnings.warn(f"Method zovh does not use {name}.", RuntimeWarning, stacklevel=3)
-    if bounds is not None:
-        warnings.warn("Method zovh cannot handle bounds.", RuntimeWarning, stacklevel=3)
-    if constraints:
-        warnings.warn("Method zovh cannot handle constraints.", RuntimeWarning, stacklevel=3)
     rng = options.pop("rng", None)
     tol = options.pop("tol", None)
     workers = options.pop("workers", None)
@@ -283,6 +347,11 @@ def zovh(
         x0,
         args,
         "zovh",
+        jac,
+        hess,
+        hessp,
+        bounds,
+        constraints,
         callback=callback,
         options=options,
         tol=tol,

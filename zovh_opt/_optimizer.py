@@ -17,10 +17,11 @@ from collections.abc import Callable
 from typing import Any
 
 import numpy as np
-from scipy.optimize import OptimizeResult, OptimizeWarning
+from scipy.optimize import Bounds, OptimizeResult, OptimizeWarning
 
 from . import _checkpoint
 from ._backend import ArraySpace, DirectionSource, as_array, namespace_of, to_host_floats
+from ._bounds import box_of
 from ._checkpoint import CheckpointError
 from ._interrupts import deferred_interrupts
 from ._methods import METHODS
@@ -131,6 +132,8 @@ class Optimizer:
         Sets ``ftol`` unless ``options`` gives it.
     rng : None, int or generator, optional
         SPEC 7 source of the random directions.
+    bounds : scipy.optimize.Bounds or sequence of (min, max) pairs, optional
+        Box constraints, as for `zovh_opt.minimize`: every asked point lies in the box.
 
     Attributes
     ----------
@@ -214,6 +217,7 @@ class Optimizer:
         x0: Any,
         method: str = "zovh",
         *,
+        bounds: Any = None,
         options: dict[str, Any] | None = None,
         tol: float | None = None,
         rng: Any = None,
@@ -225,6 +229,9 @@ class Optimizer:
         if tol is not None:
             options.setdefault("ftol", tol)
         x0 = validated_x0(x0)
+        self._box, x0 = box_of(bounds, x0, ArraySpace(x0))
+        if self._box is not None:
+            x0 = self._box.from_box(x0)  # the run's own, unconstrained coordinates
         cls = METHODS[method]
         self._method_options = {k: v for k, v in options.items() if k in cls.options}
         self.options = resolve(DRIVER_OPTIONS, options)
@@ -290,7 +297,9 @@ class Optimizer:
 
     @property
     def x(self) -> Any:
-        """A copy of the current iterate."""
+        """A copy of the current iterate (with bounds: its image in the box)."""
+        if self._box is not None:
+            return self._box.to_box(self._step.x)
         return self.xp.asarray(self._step.x, copy=True)
 
     @property
@@ -383,7 +392,8 @@ class Optimizer:
             failed_evaluations=self._failed_evaluations,
             trace={k: np.array(v) for k, v in self._trace.items()},
             **extra,
-            **self._step.estimates(),
+            # with bounds the estimates are of f o phi in the run's coordinates: not given
+            **(self._step.estimates() if self._box is None else {}),
         )
 
     def stop(self, status: int, message: str, *, evaluate_final: bool = True) -> None:
@@ -499,6 +509,7 @@ class Optimizer:
             "space": self._step.space.describe(),
             "method": self.method,
             "method_options": self._method_options,
+            "bounds": None if self._box is None else self._box.state(),
             "options": {**self.options, "disp": _disp_option(self.options["disp"])},
             "source": self._seeds.get_state(),
             "step": self._step.state(),
@@ -529,7 +540,10 @@ class Optimizer:
         space = ArraySpace.described(state["space"])
         x0 = space.to_user(space.zeros((space.dim,)))
         options = {**state["options"], **state["method_options"]}
-        opt = cls(x0, state["method"], options=options, rng=0)
+        bounds = state["bounds"]
+        if bounds is not None:
+            bounds = Bounds(*bounds)
+        opt = cls(x0, state["method"], bounds=bounds, options=options, rng=0)
         opt._seeds.set_state(state["source"])
         opt._step.load_state(state["step"])
         vector = opt._step._vector
@@ -591,6 +605,8 @@ class Optimizer:
         """Point ``i`` of the pending ask, as a new array."""
         if self._pending == "final":
             return self.x
+        if self._box is not None:
+            return self._box.to_box(self._step.pending_point(i))
         return self._step.pending_point(i)
 
     def _points(self, indices: list[int] | None = None) -> Any:
@@ -598,7 +614,9 @@ class Optimizer:
         n = len(self._partial)
         if indices is None or list(indices) == list(range(n)):
             if self._pending == "final":
-                return self.xp.stack([self._step.x] * n)
+                return self.xp.stack([self.x] * n)
+            if self._box is not None:
+                return self._box.to_box(self._step.pending_points())
             return self._step.pending_points()
         return self.xp.stack([self._point(i) for i in indices])
 
