@@ -8,7 +8,7 @@ Gaussian direction :math:`u_m \sim N(0, I_d)` per row) and the function values `
 Equation labels refer to the paper in ``reference/zovh_paper.tex`` (Qiu, Hong, Xu and Shu,
 *Revisiting Zeroth-Order Hessian Approximation: A Single-Step Policy Optimization Lens*,
 ICML 2026). With query reuse, ``M = N K`` and the rows are the last ``N`` iterations' queries
-(eqs. ``grad-est-zoar``, ``hess-est-zoar``, ``inv-hess-grad-prod-zoar``); the formulas are the
+(eqs. (35), (10), (122)); the formulas are the
 same with ``K`` replaced by ``M``.
 
 Shared notation: the averaged baseline :math:`b = \frac1M \sum_m y_m` and the centred, scaled
@@ -98,13 +98,13 @@ def centred_values(y: Any, mu: float) -> Any:
 
 
 def gradient(U: Any, y: Any, mu: float) -> Any:
-    r"""Gradient estimate with the averaged baseline (eqs. ``grad-est``, ``grad-est-zoar``).
+    r"""Gradient estimate with the averaged baseline (eqs. (6), (35)).
 
     .. math:: \hat\nabla F = \frac{1}{M-1} \sum_{m=1}^M \frac{y_m - b}{\mu} u_m,
               \qquad b = \frac1M \sum_m y_m .
 
     The factor :math:`1/(M-1)` corrects for the baseline being the sample mean, so the estimate
-    is unbiased for :math:`\nabla F_\mu(x)` (eq. ``bias-true-grad-deriv``).
+    is unbiased for :math:`\nabla F_\mu(x)` (eq. (22)).
 
     Parameters
     ----------
@@ -133,12 +133,12 @@ def gradient(U: Any, y: Any, mu: float) -> Any:
 
 
 def hessian(U: Any, y: Any, mu: float, *, weights: Any = None) -> Any:
-    r"""Dense ZoVH Hessian estimate (Def. ``hess-est``, eq. ``hess-est``; eq. ``hess-est-zoar``).
+    r"""Dense ZoVH Hessian estimate (Def. 4.1, eq. (9); eq. (10)).
 
     .. math:: \hat H = \frac{1}{M-1} \sum_{m=1}^M \frac{y_m - \hat b}{\mu^2}\,
               \mathcal W_m\, u_m u_m^T, \qquad \hat b = \frac1M \sum_m \mathcal W_m y_m .
 
-    Unbiased for :math:`\nabla^2 F_\mu(x)` (Thm. ``bias-analysis``). This forms a ``(d, d)``
+    Unbiased for :math:`\nabla^2 F_\mu(x)` (Thm. 4.6). This forms a ``(d, d)``
     array and is meant for analysis and tests; the optimizer never calls it.
 
     Parameters
@@ -150,7 +150,7 @@ def hessian(U: Any, y: Any, mu: float, *, weights: Any = None) -> Any:
     mu : float
         Smoothing radius, > 0.
     weights : array, shape (M,), optional
-        Importance ratios :math:`\pi_\theta(x_m) / \rho(u_m)` (Prop. ``hess-is``). They are
+        Importance ratios :math:`\pi_\theta(x_m) / \rho(u_m)` (Prop. 3.7). They are
         self-normalised to mean one, as the paper recommends for stability; ``None`` means all
         ones.
 
@@ -255,7 +255,7 @@ def _dense(U: Any, terms: tuple[Any, Any]) -> Any:
 
 
 def stein_one_point(U: Any, y: Any, mu: float) -> Any:
-    r"""One-point Stein estimator (eq. ``hess-est-stein-1``), zero baseline.
+    r"""One-point Stein estimator (eq. (2)), zero baseline.
 
     .. math:: \hat H_{S_1} = \frac1K \sum_k \frac{f(x + \mu u_k)}{\mu^2} (u_k u_k^T - I_d)
 
@@ -284,7 +284,7 @@ def stein_one_point(U: Any, y: Any, mu: float) -> Any:
 
 
 def stein_two_point(U: Any, y: Any, f0: Any, mu: float) -> Any:
-    r"""Two-point Stein estimator (eq. ``hess-est-stein-2``), anchor baseline ``f0 = f(x)``.
+    r"""Two-point Stein estimator (eq. (3)), anchor baseline ``f0 = f(x)``.
 
     .. math:: \hat H_{S_2} = \frac1K \sum_k \frac{f(x + \mu u_k) - f(x)}{\mu^2} (u_k u_k^T - I_d)
 
@@ -319,7 +319,7 @@ def _second_difference(y_plus: Any, y_minus: Any, f0: Any, mu: float) -> Any:
 
 
 def stein_three_point(U: Any, y_plus: Any, y_minus: Any, f0: Any, mu: float) -> Any:
-    r"""Three-point Stein estimator (eq. ``hess-est-stein-3``), antithetic pairs.
+    r"""Three-point Stein estimator (eq. (4)), antithetic pairs.
 
     .. math:: \hat H_{S_3} = \frac{1}{2K} \sum_k
               \frac{f(x + \mu u_k) - 2 f(x) + f(x - \mu u_k)}{\mu^2} (u_k u_k^T - I_d)
@@ -351,7 +351,7 @@ def stein_three_point(U: Any, y_plus: Any, y_minus: Any, f0: Any, mu: float) -> 
 
 
 def central_difference(U: Any, y_plus: Any, y_minus: Any, f0: Any, mu: float) -> Any:
-    r"""Randomised central-difference estimator (eq. ``hess-est-cd``), as used by HiZOO.
+    r"""Randomised central-difference estimator (eq. (5)), as used by HiZOO.
 
     .. math:: \hat H_{CD} = \frac{1}{2K} \sum_k
               \frac{f(x + \mu u_k) - 2 f(x) + f(x - \mu u_k)}{\mu^2} u_k u_k^T
@@ -397,10 +397,10 @@ def inverse_correction(gram: Any, nu: Any, lam: float, *, exact: bool) -> Any:
     r"""The ``(M, M)`` matrix :math:`C` in :math:`(\hat H + \lambda I)^{-1} = I/\lambda - U^T C U`.
 
     With :math:`D = \mathrm{diag}(\nu)/(M-1)` and the Gram matrix :math:`G = U U^T`, Woodbury
-    (eq. ``inv-hess-exact``) gives :math:`C = \lambda^{-2} (D^{-1} + G/\lambda)^{-1}`. We use the
+    (eq. (14)) gives :math:`C = \lambda^{-2} (D^{-1} + G/\lambda)^{-1}`. We use the
     equivalent :math:`C = (\lambda^2 I + \lambda D G)^{-1} D`, which never divides by
     :math:`\nu_m`, so a zero :math:`\nu_m` (a query equal to the baseline) is harmless.
-    Replacing :math:`G` by its diagonal gives eq. ``inv-hess-approx``:
+    Replacing :math:`G` by its diagonal gives eq. (15):
     :math:`C = \mathrm{diag}\big(\nu_m / (\lambda^2 (M-1) + \lambda \nu_m \|u_m\|^2)\big)`.
     """
     xp = namespace_of(gram)
@@ -413,7 +413,7 @@ def inverse_correction(gram: Any, nu: Any, lam: float, *, exact: bool) -> Any:
 
 
 def _diagonal_correction(gram: Any, nu: Any, lam: float, sq_norms: Any = None) -> Any:
-    """The diagonal of :math:`C` in eq. ``inv-hess-approx``."""
+    """The diagonal of :math:`C` in eq. (15)."""
     if sq_norms is None:
         sq_norms = namespace_of(gram).linalg.diagonal(gram)
     return nu / (lam * lam * (gram.shape[0] - 1) + lam * nu * sq_norms)
@@ -426,7 +426,7 @@ def _diag_matrix(xp: Any, v: Any) -> Any:
 def newton_coefficients(gram: Any, y: Any, mu: float, lam: float, *, exact: bool) -> Any:
     r"""Coefficients :math:`c` of the bias-corrected shared product :math:`p = \sum_m c_m u_m`.
 
-    This is the whole of eq. ``inv-hess-grad-prod-shared`` (and ``inv-hess-grad-prod-zoar``)
+    This is the whole of eq. (16) (and eq. (122))
     once the Gram matrix :math:`G = U U^T` is known; see `newton_direction` for the formula.
     Costs :math:`O(M^2)` for the diagonal inverse and :math:`O(M^3)` for the exact one.
     """
@@ -583,15 +583,15 @@ def inverse_hessian(
 ) -> InverseHessianOperator:
     r"""Regularised inverse :math:`(\hat H + \lambda I)^{-1}` of the ZoVH Hessian estimate.
 
-    ``exact=True`` applies Woodbury (eq. ``inv-hess-exact``) through an ``(M, M)`` system, in a
+    ``exact=True`` applies Woodbury (eq. (14)) through an ``(M, M)`` system, in a
     form where a zero :math:`\nu_m` is harmless (see `inverse_correction`). ``exact=False``
-    replaces the Gram matrix :math:`U U^T` by its diagonal (eq. ``inv-hess-approx``):
+    replaces the Gram matrix :math:`U U^T` by its diagonal (eq. (15)):
 
     .. math:: \tilde H^{-1} = \frac{I}{\lambda} - \sum_m
               \frac{\nu_m}{\lambda^2 (M-1) + \lambda \nu_m \|u_m\|^2} u_m u_m^T ,
 
     exact for orthogonal directions and within :math:`O_p(M/\sqrt d)` of the exact inverse for
-    Gaussian ones (Prop. ``exact-vs-approx-inv-hess``).
+    Gaussian ones (Prop. D.2).
 
     Parameters
     ----------
@@ -636,7 +636,7 @@ def inverse_hessian(
 def newton_direction(U: Any, y: Any, mu: float, lam: float, *, exact: bool = False) -> Any:
     r"""Bias-corrected inverse-Hessian-gradient product, the ZoVH step direction.
 
-    Eq. ``inv-hess-grad-prod-shared`` (``M = K``) and eq. ``inv-hess-grad-prod-zoar``
+    Eq. (16) (``M = K``) and eq. (122)
     (``M = N K``), with :math:`s = \sum_j \nu_j u_j`:
 
     .. math:: p = \sum_{m=1}^M \mu \nu_m \left( \frac{1}{\lambda (M-1)} -
@@ -666,7 +666,7 @@ def newton_direction(U: Any, y: Any, mu: float, lam: float, *, exact: bool = Fal
 
     With :math:`G` replaced by its diagonal inside :math:`C`, :math:`C` becomes diagonal with
     entries :math:`\nu_m / (\lambda^2(M-1) + \lambda\nu_m\|u_m\|^2)` and this is exactly eq.
-    ``inv-hess-grad-prod-shared``; so both forms share one implementation.
+    (16); so both forms share one implementation.
 
     Parameters
     ----------

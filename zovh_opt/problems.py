@@ -1,6 +1,6 @@
 r"""Test functions with analytic derivatives, written against the array API.
 
-The functions of the paper's experiments (Appx. ``error-setup`` and ``synthetic-setup``): a
+The functions of the paper's experiments (Appx. F.1 and F.2): a
 quadratic (the identity one, and one rotated with a chosen condition number), Rosenbrock, Levy,
 Ackley and Styblinski-Tang. Each is a `Problem`:
 
@@ -126,7 +126,7 @@ class _Separable(Problem):
 
 
 class Quadratic(_Separable):
-    r"""The isotropic quadratic :math:`\frac12 \sum_i x_i^2` (Appx. ``synthetic-setup``).
+    r"""The isotropic quadratic :math:`\frac12 \sum_i x_i^2` (Appx. F.2).
 
     Minimum 0 at the origin; the Hessian is the identity.
 
@@ -292,7 +292,7 @@ class Rosenbrock(Problem):
 class StyblinskiTang(_Separable):
     r"""Styblinski-Tang :math:`\frac12 \sum_i (x_i^4 - 16 x_i^2 + 5 x_i)`, the standard function.
 
-    The paper's appendix (``error-setup``) prints the linear coefficient as 50; the function in
+    The paper's Appx. F.1 prints the linear coefficient as 50; the function in
     the literature, used here, has 5. Minimum :math:`-39.16616570377142\, d` at
     :math:`x_i = -2.903534\ldots`.
 
@@ -321,7 +321,7 @@ class StyblinskiTang(_Separable):
 
 
 class Levy(_Separable):
-    r"""Levy (Appx. ``synthetic-setup``); minimum 0 at ones.
+    r"""Levy (Appx. F.2); minimum 0 at ones.
 
     .. math:: \sin^2(\pi w_1) + \sum_{i<d} (w_i - 1)^2 \big(1 + 10 \sin^2(\pi w_i + 1)\big)
               + (w_d - 1)^2 \big(1 + \sin^2(2 \pi w_d)\big), \qquad w_i = 1 + (x_i - 1)/4 .
@@ -391,7 +391,7 @@ class Levy(_Separable):
 
 
 class Ackley(Problem):
-    r"""Ackley (Appx. ``synthetic-setup``); minimum 0 at the origin.
+    r"""Ackley (Appx. F.2); minimum 0 at the origin.
 
     .. math:: -20 \exp\Big(-0.2 \sqrt{\tfrac1d \textstyle\sum_i x_i^2}\Big)
               - \exp\Big(\tfrac1d \textstyle\sum_i \cos(2\pi x_i)\Big) + 20 + e .

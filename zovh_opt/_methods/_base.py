@@ -18,7 +18,7 @@ MAX_DIRECTIONS = 10_000
 MAX_HISTORY = 10_000
 
 # Algorithm 1's constants where the step rule is the paper's (a float learning rate) and the
-# smoothing radius is left "auto" (Appx. ``synthetic-setup``: mu = lambda = 0.1)
+# smoothing radius is left "auto" (Appx. F.2: mu = lambda = 0.1)
 PAPER_SMOOTHING = PAPER_REGULARIZATION = 0.1
 
 

@@ -22,8 +22,8 @@ class HiZOO(GradientStepMethod):
         x &\leftarrow x - \eta\, \Sigma^{-1/2} \frac1K \sum_{k=1}^K
              \frac{y^+_k - y^-_k}{2\mu} u_k ,
 
-    the diagonal of the central-difference estimator (eq. ``hess-est-cd``) taken in the
-    preconditioned coordinates and mapped back, as in the paper's Table ``hizoo-vs-ours``
+    the diagonal of the central-difference estimator (eq. (5)) taken in the
+    preconditioned coordinates and mapped back, as in the paper's Table 2
     (Zhao, Dang, Ye, Dai, Qian and Tsang, *Second-Order Fine-Tuning without Pain for LLMs: A
     Hessian Informed Zeroth-Order Optimizer*, ICLR 2025). The default ``K = 1`` gives HiZOO's
     three evaluations per iteration; ``hessian_smoothing`` is :math:`\alpha`, 1e-8 in all of

@@ -17,7 +17,7 @@ class MeZO(GradientStepMethod):
 
     The default ``K = 1`` is MeZO's SPSA step (Malladi, Gao, Nichani, Damian, Lee, Chen and
     Arora, *Fine-Tuning Language Models with Just Forward Passes*, NeurIPS 2023); the paper
-    compares with it in Appx. ``llm-fine-tune-setup``. ``ask`` returns the ``K`` points
+    compares with it in Appx. F.4. ``ask`` returns the ``K`` points
     ``x + mu u_k`` followed by the ``K`` points ``x - mu u_k``.
 
     Examples

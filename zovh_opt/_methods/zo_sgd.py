@@ -14,7 +14,7 @@ class ZOSGD(GradientStepMethod):
     .. math:: \hat\nabla F = \frac1K \sum_{k=1}^K \frac{f(x + \mu u_k) - f(x)}{\mu} u_k,
               \qquad x \leftarrow x - \eta \hat\nabla F .
 
-    The paper's "Vanilla ZOO" baseline (Appx. ``synthetic-setup``; Nesterov and Spokoiny,
+    The paper's "Vanilla ZOO" baseline (Appx. F.2; Nesterov and Spokoiny,
     *Random Gradient-Free Minimization of Convex Functions*, Found. Comput. Math. 17, 2017).
 
     Examples

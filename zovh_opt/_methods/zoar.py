@@ -18,7 +18,7 @@ class ZOAR(ReusesQueries, GradientStepMethod):
               \hat b_t = \frac{1}{NK} \sum_{i,k} y_{t-i,k}, \qquad
               x \leftarrow x - \eta \hat\nabla F ,
 
-    eq. ``grad-est-zoar`` of the paper; ``K`` evaluations per iteration. This is ZoVH's
+    eq. (35) of the paper; ``K`` evaluations per iteration. This is ZoVH's
     gradient without the curvature correction; with ``K = 1`` the first iteration only fills the
     history (Qiu, Xie, Yan, Yang and Shu, *Zeroth-Order
     Optimization is Secretly Single-Step Policy Optimization*, arXiv:2506.14460, 2025).

@@ -32,7 +32,7 @@ class ZoVH(ReusesQueries, AskTellMethod):
     Each iteration draws ``K`` Gaussian directions, evaluates ``f(x + mu * u_k)``, pushes the
     queries into a FIFO history of the last ``N`` iterations and computes the bias-corrected
     inverse-Hessian-gradient product from all ``M = N K`` kept queries (eq.
-    ``inv-hess-grad-prod-shared`` for ``N = 1``, ``inv-hess-grad-prod-zoar`` for ``N > 1``).
+    (16) for ``N = 1``, eq. (122) for ``N > 1``).
     With ``product="decoupled"`` (Sec. 5.2, Regime 1) the Hessian and the gradient use two
     independent sets of ``K`` directions, ``2K`` evaluations per iteration.
 
@@ -46,7 +46,7 @@ class ZoVH(ReusesQueries, AskTellMethod):
     quadratic in ``d = 1000``, 36000 iterations). A smaller learning rate would not remove such
     a pole, which is why the step is rejected rather than the rate cut.
 
-    The diagonal inverse (eq. ``inv-hess-approx``) treats the ``M`` directions as orthogonal,
+    The diagonal inverse (eq. (15)) treats the ``M`` directions as orthogonal,
     which needs ``d >> M``. On a quadratic the step is then about ``(1 - M/d) g / lambda`` away
     from the curvature correction, so for ``d < 2M`` it is slowed more than twofold and for
     ``d < M`` it points uphill; constructing one warns (``OptimizeWarning``).
@@ -199,7 +199,7 @@ class ZoVH(ReusesQueries, AskTellMethod):
         return every[every % (2 * K) < K], every[every % (2 * K) >= K]
 
     def estimates(self) -> dict[str, Any]:
-        """``jac``: gradient estimate (eq. ``grad-est-zoar``); ``hess_inv``: the inverse operator.
+        """``jac``: gradient estimate (eq. (35)); ``hess_inv``: the inverse operator.
 
         Both come from the queries in the history. ``hess_inv`` keeps the block numbers of its
         directions and draws them again when applied, so it stays valid as the run goes on.

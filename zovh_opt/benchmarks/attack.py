@@ -1,6 +1,6 @@
 """attack: black-box adversarial attack on a small CNN, iterations to success per method.
 
-The paper's Table ``adversarial`` (Sec. ``exp-adversarial``, Appx. ``adversarial-setup``) attacks
+The paper's Table 1 (Sec. 6.3, Appx. F.3) attacks
 a two-layer CNN trained on MNIST. MNIST cannot be downloaded here, so a CNN of the same shape
 (two convolutional and two fully connected layers) is trained in seconds on scikit-learn's
 bundled ``load_digits`` images (1797 digits, 8 x 8 pixels), upsampled bilinearly to MNIST's

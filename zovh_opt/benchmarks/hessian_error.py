@@ -1,6 +1,6 @@
 """hessian-error: Frobenius error of ZO Hessian estimators along descent trajectories.
 
-The paper's Fig. ``Hessian-approx-error`` (Sec. ``exp-error``, Appx. ``error-setup``): in
+The paper's Fig. 2 (Sec. 6.1, Appx. F.1): in
 ``d = 5000`` with ``K = 3`` directions and ``mu = 0.1``, the two- and three-point Stein
 estimators, the central-difference estimator and ZoVH with ``N = 1`` and ``N = 6`` are compared
 by :math:`\\|\\hat H - \\nabla^2 f(x)\\|_F` at 25 test points along gradient-descent
@@ -8,7 +8,7 @@ trajectories from 20 random starts, on a quadratic, Rosenbrock and Styblinski-Ta
 
 The paper does not give the descent's step size, and it matters: query reuse pays only while
 the iterate moves little between the reused queries (the drift term of Thm.
-``bias-variance-tradeoff-query-reuse``). Two trajectories are run from each start: ``fast``, with
+B.1). Two trajectories are run from each start: ``fast``, with
 a gradient step near ``1/L`` that brings the test points close to the minimum, and ``slow``,
 with a step a thousand times smaller, as slow as zeroth-order runs move.
 

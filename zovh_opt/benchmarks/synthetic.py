@@ -1,9 +1,9 @@
 """synthetic: convergence of ZoVH and its peers on the paper's four synthetic functions.
 
-The paper's Fig. ``synthetic`` (Sec. ``exp-synthetic``, Appx. ``synthetic-setup``): quadratic,
+The paper's Fig. 1 (Sec. 6.2, Appx. F.2): quadratic,
 Levy, Rosenbrock and Ackley in ``d = 10000`` from ``x0 ~ N(0, I)``, 20000 iterations, ``K = 3``,
 ``mu = 0.1``, ``lambda = 0.1``, ``N = 4``, HiZOO's ``alpha = 1e-8``; each method at its best
-learning rate from the paper's grid (Table ``synthetic-hyper-parameters``); 10 runs. The speedup
+learning rate from the paper's grid (Table 5); 10 runs. The speedup
 of a method is the number of iterations vanilla ZO-SGD needs to reach its final value divided by
 the number the method needs to reach the same value (on the mean curves).
 
