@@ -15,6 +15,7 @@ extensions = [
     "numpydoc",
     "sphinx.ext.autodoc",
     "sphinx.ext.mathjax",
+    "sphinx-mathjax-offline",  # MathJax from the site itself, not a CDN: works offline
     "sphinx.ext.viewcode",
 ]
 source_suffix = {".md": "markdown", ".rst": "restructuredtext"}
