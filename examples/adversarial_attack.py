@@ -10,19 +10,26 @@ it).
 
 Run:  python examples/adversarial_attack.py            (3 images, about 10 s)
       python examples/adversarial_attack.py --quick    (1 image, for CI)
-Needs PyTorch and scikit-learn.
+Needs PyTorch and scikit-learn; without them it says so and exits with status 0.
 """
 
 import argparse
+import importlib.util
 
 import numpy as np
 
 import zovh_opt
-from zovh_opt.benchmarks.attack import EPSILON, MarginLoss, train
 
 parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
 parser.add_argument("--quick", action="store_true", help="attack one image")
 args = parser.parse_args()
+missing = [m for m in ("torch", "sklearn") if importlib.util.find_spec(m) is None]
+if missing:
+    print(f"This example needs {' and '.join(missing)}: pip install torch scikit-learn")
+    raise SystemExit(0)
+
+from zovh_opt.benchmarks.attack import EPSILON, MarginLoss, train  # noqa: E402 (needs torch)
+
 images = 1 if args.quick else 3
 epochs, maxiter = 10, 3000
 

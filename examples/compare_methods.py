@@ -1,9 +1,11 @@
 """Compare the five methods on one problem at the same evaluation budget, with a plot.
 
 ZoVH, ZoAR, ZO-SGD, HiZOO and MeZO minimize the Levy function in d = 1000 from x0 ~ N(0, I),
-each with the same budget of evaluations and its learning rate chosen by
-``learning_rate="auto"``. The script prints a table and saves the curves of ``res.trace``
-(the mean of each iteration's values against the evaluations spent) to a PNG.
+each at its defaults (the step rule ``learning_rate="auto"``) with the same budget of
+evaluations. The script prints a table and saves a PNG of each run's lowest f estimate so far
+against the evaluations spent, from ``res.trace`` (the mean of each iteration's values; the
+running minimum, because the step rule's rejected trial steps raise single iterations'
+means, and ``res.fun``, printed, is the lowest value seen).
 
 Run:  python examples/compare_methods.py                   (about 30 s; writes compare_methods.png)
       python examples/compare_methods.py --quick --out /tmp/compare.png    (for CI)
@@ -41,17 +43,17 @@ for method in zovh_opt.METHODS:
         x0,
         method=method,
         rng=0,
-        options={"learning_rate": "auto", "maxfev": maxfev, "maxiter": 10**6},
+        options={"maxfev": maxfev},
     )
     seconds = time.perf_counter() - start
     print(
         f"{method:8s} {res.fun:10.5g} {res.nit:6d} {res.nfev:6d} "
         f"{res.learning_rate:8.1e} {seconds:5.1f}"
     )
-    ax.semilogy(res.trace["nfev"], res.trace["fun"], label=method)
+    ax.semilogy(res.trace["nfev"], np.minimum.accumulate(res.trace["fun"]), label=method)
 ax.set_xlabel("function evaluations")
-ax.set_ylabel("mean of the iteration's values")
-ax.set_title(f"Levy, d = {d}, learning rates from learning_rate='auto'")
+ax.set_ylabel("lowest f estimate so far (mean of an iteration's values)")
+ax.set_title(f"Levy, d = {d}, every method at its defaults")
 ax.legend()
 ax.grid(alpha=0.3)
 fig.savefig(args.out, dpi=110, bbox_inches="tight")

@@ -77,4 +77,9 @@ def xp(backend):
 
 
 def pytest_report_header(config):
-    return f"zovh array backends: {', '.join(selected_backends())}"
+    import importlib.util
+
+    found = [n for n in selected_backends() if importlib.util.find_spec(n) is not None]
+    missing = [n for n in selected_backends() if n not in found]
+    line = f"zovh array backends: {', '.join(found) or 'none'}"
+    return line + (f" (not installed, skipped: {', '.join(missing)})" if missing else "")
