@@ -10,6 +10,7 @@ import pytest
 import zovh_opt
 from zovh_opt import ZOAR, ZoVH
 from zovh_opt._backend import ArraySpace, DirectionSource
+from zovh_opt._history import GRAM_CHUNK
 from zovh_opt.problems import rosenbrock
 
 
@@ -40,11 +41,14 @@ def test_blocks_are_standard_normal():
 
 
 @pytest.mark.parametrize("storage", ["vectors", "seeds"])
-@pytest.mark.parametrize("product", ["shared", "decoupled"])
-def test_the_host_gram_matrix_is_that_of_the_kept_directions(storage, product):
+@pytest.mark.parametrize(
+    "product, d", [("shared", 300), ("decoupled", 300), ("shared", 2 * GRAM_CHUNK + 3)]
+)
+def test_the_host_gram_matrix_is_that_of_the_kept_directions(storage, product, d):
     """After every iteration, G equals U U^T of the history's directions, drawn again
-    independently from their block numbers, and the values are the last N iterations'."""
-    d, N = 300, 3
+    independently from their block numbers, and the values are the last N iterations'
+    (also where the products are summed over chunks of columns)."""
+    N = 3
     opt = ZoVH(
         np.zeros(d), rng=5, history=N, directions=storage, product=product, learning_rate=1e-9
     )
@@ -62,7 +66,7 @@ def test_the_host_gram_matrix_is_that_of_the_kept_directions(storage, product):
         np.testing.assert_array_equal(opt.queries.values(), np.concatenate(told[-N:]))
 
 
-@pytest.mark.parametrize("d", [7, 64, 1000, 4099])
+@pytest.mark.parametrize("d", [7, 64, 1000, 4099, 2 * GRAM_CHUNK + 3])
 @pytest.mark.parametrize(
     "method, options",
     [
@@ -122,10 +126,12 @@ def test_every_method_keeps_a_non_default_device(method):
         assert res.jac.device == device
 
 
-def test_steady_state_memory_of_an_iteration():
+@pytest.mark.parametrize("rate", [1e-9, "auto"])
+def test_steady_state_memory_of_an_iteration(rate):
     """Through the driver, a run holds at most (N K + K + 3) d floats beyond the caller's x0 at
     any moment of a steady-state iteration: the ring of directions, the query points, the
-    iterate, the best point and the anchor (tracemalloc counts NumPy's allocations exactly)."""
+    iterate, the best point and the anchor (fixed rate) or the step rule's centre
+    (tracemalloc counts NumPy's allocations exactly)."""
     d, N, K = 100_000, 4, 3
     x0 = np.random.default_rng(0).standard_normal(d)
 
@@ -133,7 +139,7 @@ def test_steady_state_memory_of_an_iteration():
         return [float(points[i] @ points[i]) for i in range(points.shape[0])]  # no d-arrays
 
     tracemalloc.start()
-    opt = zovh_opt.Optimizer(x0, rng=0, options={"learning_rate": 1e-9, "maxiter": 100})
+    opt = zovh_opt.Optimizer(x0, rng=0, options={"learning_rate": rate, "maxiter": 100})
     for _ in range(N + 2):
         opt.tell(values(opt.ask()))
     held = tracemalloc.get_traced_memory()[0] / x0.nbytes

@@ -127,8 +127,8 @@ def to_host_floats(values: Any, what: str) -> list[float]:
         return [float(v) for v in to_numpy(values).tolist()]
     if isinstance(values, (str, bytes)) or not hasattr(values, "__iter__"):
         raise TypeError(f"{what} must be a sequence of real numbers, got {type(values).__name__}")
-    if all(type(v) is float for v in values):
-        return list(values)
+    if all(isinstance(v, float) for v in values):  # Python floats and NumPy float64 scalars
+        return [float(v) for v in values]
     return [real_scalar(v, f"each of {what}") for v in values]
 
 

@@ -280,8 +280,10 @@ class Optimizer:
         self._pending: str | None = None  # the phase of the pending ask
         self._partial: list[float | None] = []  # its values obtained so far (by `run`)
         self._best: tuple[float, Any] | None = None  # lowest finite evaluated value, its point
-        # fixed rate: the lowest f estimate and its iterate, where a restart starts
-        self._anchor: tuple[float, Any] = (math.inf, self._step.x)
+        # fixed rate: the lowest f estimate and its iterate, where a restart starts (the step
+        # rule restarts from its centre: no iterate is held, which would be d floats more)
+        fixed = self._step.control is None
+        self._anchor: tuple[float, Any] = (math.inf, self._step.x if fixed else None)
         self._scale: float | None = None  # of f: the first batch's (divergence test, ftol)
         self._first = math.nan  # f estimate of the first finite iteration
         self._final_values: list[float] | None = None
@@ -563,7 +565,8 @@ class Optimizer:
             raise ValueError("the pending ask and its values disagree")
         best = state["best"]
         opt._best = None if best is None else (float(best[0]), user(vector(best[1])))
-        opt._anchor = (float(state["anchor"][0]), user(vector(state["anchor"][1])))
+        anchor = state["anchor"]
+        opt._anchor = (float(anchor[0]), None if anchor[1] is None else user(vector(anchor[1])))
         opt._scale = None if state["scale"] is None else float(state["scale"])
         opt._x0_scale = None if state["x0_scale"] is None else float(state["x0_scale"])
         opt._first = float(state["first"])

@@ -434,11 +434,13 @@ def newton_coefficients(gram: Any, y: Any, mu: float, lam: float, *, exact: bool
 
 
 def newton_coefficients_from_centred(
-    gram: Any, nu: Any, mu: float, lam: float, *, exact: bool
+    gram: Any, nu: Any, mu: float, lam: float, *, exact: bool, sq_norms: Any = None
 ) -> Any:
-    """`newton_coefficients` from the centred values ``nu`` (`centred_values`) instead of ``y``."""
+    """`newton_coefficients` from the centred values ``nu`` (`centred_values`) instead of ``y``;
+    ``sq_norms``, the diagonal of ``gram``, where the caller has it."""
     M = gram.shape[0]
-    sq_norms = namespace_of(gram).linalg.diagonal(gram)
+    if sq_norms is None:
+        sq_norms = namespace_of(gram).linalg.diagonal(gram)
     # u_l . g_{-l}: the gradient projected on u_l with query l left out (the self term is
     # correlated with nu_l and would bias the product).
     loo = (gram @ nu - nu * sq_norms) * (mu / (M - 2))

@@ -193,9 +193,13 @@ class AskTellMethod:
         elif not np.isfinite(values).all():
             self._missing()
         else:
-            verdict = control.judge(float(np.sum(values)) / n)
+            listed = values.tolist()
+            mean = sum(listed) / n
+            verdict = control.judge(mean)
             self._tell(values)
-            noisy = control.observe(float(np.std(values, ddof=1))) and self._adapt_smoothing
+            squares = sum((v - mean) * (v - mean) for v in listed)
+            spread = math.sqrt(squares / (n - 1)) if n > 1 else math.nan
+            noisy = control.observe(spread) and self._adapt_smoothing
             if noisy:  # the radius went back up: the kept queries and the direction go
                 self._set_smoothing(control.smoothing)
             if verdict is False:

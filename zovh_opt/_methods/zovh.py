@@ -162,11 +162,11 @@ class ZoVH(ReusesQueries, AskTellMethod):
         step += self._x
         self._x = step
 
-    def _regularization(self, gram: np.ndarray, nu: np.ndarray) -> float:
+    def _regularization(self, sq_norms: np.ndarray, nu: np.ndarray) -> float:
         """lambda: the option's, or with the step rule "auto" ``POLE_MARGIN`` times the largest
         ``|nu_m| |u_m|^2 / (M - 1)`` (1 where every ``nu_m`` is 0: then there is no step)."""
         if self._auto_lambda:
-            largest = float(np.max(np.abs(nu) * np.diagonal(gram))) / (nu.shape[0] - 1)
+            largest = float(np.max(np.abs(nu) * sq_norms)) / (nu.shape[0] - 1)
             self.regularization = POLE_MARGIN * largest if largest > 0 else 1.0
         return self.regularization
 
@@ -176,13 +176,16 @@ class ZoVH(ReusesQueries, AskTellMethod):
         mu = self.smoothing
         if self.product == "shared":
             nu = estimators.centred_values(y, mu)
-            lam = self._regularization(gram, nu)
-            c = estimators.newton_coefficients_from_centred(gram, nu, mu, lam, exact=self._exact)
+            sq_norms = gram.diagonal()
+            lam = self._regularization(sq_norms, nu)
+            c = estimators.newton_coefficients_from_centred(
+                gram, nu, mu, lam, exact=self._exact, sq_norms=sq_norms
+            )
             return c, nu * (mu / (lam * (y.shape[0] - 1)))
         hess, grad = self._roles()
         order = np.concatenate([hess, grad])
         h = np.ix_(hess, hess)
-        lam = self._regularization(gram[h], estimators.centred_values(y[hess], mu))
+        lam = self._regularization(gram[h].diagonal(), estimators.centred_values(y[hess], mu))
         c = estimators.decoupled_coefficients(
             gram[np.ix_(order, order)], y[hess], y[grad], mu, lam, exact=self._exact
         )
