@@ -247,11 +247,31 @@ class QueryHistory:
 
     def combine(self, c: np.ndarray) -> Any:
         """``sum_m c[m] u_m`` over the kept directions (``c`` on the host, history order),
-        accumulated block by block in history order."""
+        accumulated block by block in history order.
+
+        On the CPU, for ``d`` above `GRAM_CHUNK`, each chunk of columns of the sum is formed in
+        cache: one pass over the kept directions and no full-size temporary. The per-entry
+        arithmetic is the same for both storages (``"vectors"`` loops over chunks outside,
+        ``"seeds"`` over the blocks it draws again).
+        """
         coef = self.space.from_host(c)
-        w, total = self.width, None
+        w, d = self.width, self.space.dim
+        blocks = [coef[j * w : (j + 1) * w] for j in range(len(self._order))]
+        if self.space.numpy and d > GRAM_CHUNK:
+            spans = [slice(j, j + GRAM_CHUNK) for j in range(0, d, GRAM_CHUNK)]
+            total = self.space.empty((d,))
+            if self._ring is None:
+                for j, slot in enumerate(self._order):
+                    _accumulate(total, blocks[j], self.rows(slot), spans, first=j == 0)
+                return total
+            rows = [self.rows(slot) for slot in self._order]
+            for span in spans:
+                for j, r in enumerate(rows):
+                    _accumulate(total, blocks[j], r, [span], first=j == 0)
+            return total
+        total = None
         for j, slot in enumerate(self._order):
-            part = coef[j * w : (j + 1) * w] @ self.rows(slot)
+            part = blocks[j] @ self.rows(slot)
             if total is None:
                 total = part
             else:
@@ -262,6 +282,15 @@ class QueryHistory:
         """The kept directions as immutable `BlockRows` (drawn again on use), keeping only the
         rows at ``positions`` within each block."""
         return BlockRows(self.source, self.blocks, self.width, self.space, positions)
+
+
+def _accumulate(total: Any, coef: Any, rows: Any, spans: list[slice], *, first: bool) -> None:
+    """``total[span] (+)= coef @ rows[:, span]`` for each span (NumPy arrays)."""
+    for span in spans:
+        if first:
+            np.matmul(coef, rows[:, span], out=total[span])
+        else:
+            total[span] += coef @ rows[:, span]
 
 
 def _chunked_product(a: Any, b: Any, spans: list[slice]) -> Any:

@@ -68,13 +68,17 @@ def _backend(name: str) -> tuple[Callable[[np.ndarray], Any], Callable[[], None]
 
 
 def _floor(d: int, K: int, dtype: str) -> Callable[[], Any]:
-    """Plain NumPy: K Gaussian directions in one call, K query points, one axpy."""
+    """Plain NumPy: K Gaussian directions drawn in one call into a buffer kept across
+    iterations (as the optimizer's ring is), the K query points as a new array (they are
+    handed to the objective), one axpy making the new iterate."""
     rng = np.random.default_rng(0)
+    U = np.empty((K, d), dtype=dtype)
     state = {"x": rng.standard_normal(d).astype(dtype)}
 
     def work() -> None:
-        U = rng.standard_normal((K, d), dtype=np.dtype(dtype))
-        points = state["x"] + 0.1 * U
+        rng.standard_normal(dtype=np.dtype(dtype), out=U)
+        points = U * 0.1
+        points += state["x"]
         del points
         state["x"] = state["x"] - 1e-3 * U[0]
 
