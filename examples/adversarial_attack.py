@@ -8,8 +8,8 @@ target wins. ``ftarget`` stops the run at the first query that fools the model. 
 paper's attack experiment for one image (``python -m zovh_opt.benchmarks attack`` runs all of
 it).
 
-Run:  python examples/adversarial_attack.py            (3 images, about 10 s)
-      python examples/adversarial_attack.py --quick    (1 image, for CI)
+Run:  python examples/adversarial_attack.py            (3 images, about 8 s)
+      python examples/adversarial_attack.py --quick    (1 image, about 10 s: mostly training)
 Needs PyTorch and scikit-learn; without them it says so and exits with status 0.
 """
 

@@ -6,8 +6,8 @@ a Monte-Carlo simulation or a lab measurement). The same run is reported twice: 
 a fresh mean at the final iterate, with a standard error). The script prints how far each
 reported value is from the true f at the reported point.
 
-Run:  python examples/noisy_objective.py            (about 10 s)
-      python examples/noisy_objective.py --quick    (a second, for CI)
+Run:  python examples/noisy_objective.py            (about 3 s)
+      python examples/noisy_objective.py --quick    (about 1 s, for CI)
 """
 
 import argparse

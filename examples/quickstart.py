@@ -6,8 +6,8 @@ of evaluations, which a problem this hard uses up: the runs end with status 1, "
 of function evaluations has been exceeded", which is the normal end of a budget-limited run
 (raise ``maxfev`` to go on). ``res.x`` is then the best point evaluated and ``res.fun`` its value.
 
-Run:  python examples/quickstart.py            (about 10 s on this project's 2-core machine)
-      python examples/quickstart.py --quick    (about 2 s, for CI)
+Run:  python examples/quickstart.py            (about 4 s)
+      python examples/quickstart.py --quick    (about 1 s, for CI)
 """
 
 import argparse

@@ -8,7 +8,7 @@ gradient-based script would, and the derivative-free methods warn that they do n
 script silences that warning). It logs every point each run evaluates and checks that all lie
 in the box. ZoVH also warns that d = 20 is small for its diagonal inverse; it still converges.
 
-Run:  python examples/scipy_dropin.py            (about 2 s)
+Run:  python examples/scipy_dropin.py            (about 1.5 s)
       python examples/scipy_dropin.py --quick    (the same: the run is short)
 """
 
