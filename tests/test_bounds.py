@@ -225,3 +225,30 @@ def test_a_checkpoint_keeps_the_bounds(tmp_path):
     assert np.array_equal(loaded.pending, part.pending)
     res = loaded.run(fun)
     assert np.array_equal(res.x, whole.result().x) and res.nfev == whole.result().nfev
+
+
+def test_bounds_on_every_backend_keep_points_dtype_and_device(backend):
+    """Through `minimize` with a vectorized objective: every point in the box, in x0's
+    namespace and dtype, and the result too."""
+    xp = backend.xp
+    x0 = backend.asarray(np.full(6, 0.25), dtype=np.float32)
+    seen = []
+
+    def fun(points):
+        seen.append(backend.to_numpy(points))
+        assert points.dtype == xp.float32
+        return xp.sum((points - 2.0) ** 2, axis=1)
+
+    res = zovh_opt.minimize(
+        fun,
+        x0,
+        method="zoar",
+        bounds=[(-1.0, 1.0)] * 6,
+        rng=0,
+        vectorized=True,
+        options={"maxfev": 600},
+    )
+    seen = np.concatenate(seen)
+    assert np.all(seen >= -1.0) and np.all(seen <= 1.0)
+    assert res.x.dtype == xp.float32 and type(res.x) is type(x0)
+    assert np.allclose(backend.to_numpy(res.x), 1.0, atol=0.05)
