@@ -377,7 +377,8 @@ class Optimizer:
         ``nit``, ``nfev``, ``reason``, ``learning_rate``), ``failed_evaluations`` (values that
         were NaN or +-inf), ``trace`` (``"nit"``, ``"nfev"``, ``"fun"``: NumPy arrays with
         one entry per iteration, ``fun`` being the mean of its values), the method's ``jac``
-        and, for ZoVH, ``hess_inv``; with ``noisy=True`` also ``fun_std_error``.
+        and, for ZoVH, ``hess_inv`` (neither with bounds); with ``noisy=True`` also
+        ``fun_std_error``.
         """
         x, fun, extra = self._answer()
         return OptimizeResult(
