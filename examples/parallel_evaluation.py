@@ -6,7 +6,7 @@ pool created by ``minimize``), and with ``workers=pool.map`` of a thread pool (a
 for example a Dask client's, works the same way). All runs end at the same point; only the
 wall-clock time differs.
 
-Run:  python examples/parallel_evaluation.py            (50 ms per evaluation, 20 iterations: about 8 s)
+Run:  python examples/parallel_evaluation.py            (50 ms per evaluation, 20 iterations, 8 s)
       python examples/parallel_evaluation.py --quick    (5 ms, about 1.5 s, for CI)
 """
 

@@ -63,6 +63,18 @@ def test_the_box_map_covers_the_box_is_c1_and_the_identity_inside():
     assert np.array_equal(box.to_box(inside), inside)
 
 
+def test_folding_a_few_entries_equals_folding_all():
+    """`to_box` folds only the entries outside the identity part when they are few: the same
+    bits as folding every entry."""
+    bounds = BOUNDS[:3] + BOUNDS[4:]  # no fixed variable: those are always folded
+    box = make_box(bounds, np.array([0.5, 0, 0, 0, 0]))
+    rng = np.random.default_rng(4)
+    spikes = rng.normal(scale=30, size=(400, 5))
+    z = np.where(rng.uniform(size=(400, 5)) < 0.02, spikes, [0.5, 0.0, 0.0, 1.0, 0.5])
+    assert 0 < np.mean((z < box.host[0] + 0.05) | (z > box.host[1] - 0.05)) < 0.05
+    assert np.array_equal(box.to_box(z), box._fold(z.copy(), lambda a: a))
+
+
 def test_from_box_inverts_the_map_on_the_box():
     box = make_box(BOUNDS, np.zeros(6) + [0.5, 0, 0, 2, 0, 0])
     lower, upper = box.host

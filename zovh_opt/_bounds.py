@@ -33,6 +33,7 @@ from ._backend import ArraySpace
 __all__ = ["Box", "box_of"]
 
 MARGIN = 0.05  # of the interval's width (finite), or of max(|bound|, 1) (one-sided)
+SPARSE = 0.05  # fold only the entries outside the identity part when they are this few
 
 
 def box_of(bounds: Any, x0: Any, space: ArraySpace) -> tuple[Box | None, Any]:
@@ -149,24 +150,45 @@ class Box:
             setattr(self, "_" + name, space.from_host(values))
 
     def to_box(self, z: Any) -> Any:
-        """``phi(z)`` for a user array ``z`` of shape ``(d,)`` or ``(n, d)``: a new array."""
+        """``phi(z)`` for a user array ``z`` of shape ``(d,)`` or ``(n, d)``: a new array.
+
+        Entries in the identity part ``[l + a, u - a]`` are copied; when the others (near a
+        bound or beyond it, and fixed variables) are few, only they go through the fold, so a
+        step inside the box costs two comparisons and a copy.
+        """
         space = self.space
         xp = space.xp
-        y = space.to_compute(z)
-        if self._periodic:
-            shifted = self._start + xp.remainder(y - self._start, self._period)
-            outside = self._both & ((y < self._start) | (y >= self._start + self._period))
-            y = xp.where(outside, shifted, y)
-        y = xp.where(y > self._above, 2 * self._above - y, y)
-        y = xp.where(y < self._below, 2 * self._below - y, y)
-        left = self._low + (y - self._below) ** 2 / (4 * self._al)
-        right = self._high - (y - self._above) ** 2 / (4 * self._au)
-        y = xp.where(y < self._inner_low, left, y)
-        y = xp.where(y > self._inner_high, right, y)
-        if self._fixed is not None:
-            y = xp.where(self._fixed, self._lower, y)
-        y = xp.minimum(xp.maximum(y, self._lower), self._upper)  # rounding never leaves the box
+        y = xp.asarray(space.to_compute(z), copy=True)
+        outside = (y < self._inner_low) | (y > self._inner_high)
+        count = int(xp.sum(xp.astype(outside, xp.int64)))
+        if count == 0:
+            return space.to_user(y)
+        if count > SPARSE * math.prod(y.shape):  # many: fold every entry, no gathers
+            return space.to_user(self._fold(y, lambda a: a))
+        columns = xp.nonzero(outside)[-1]
+        y[outside] = self._fold(y[outside], lambda a: xp.take(a, columns))
         return space.to_user(y)
+
+    def _fold(self, y: Any, picked: Any) -> Any:
+        """``phi`` of the entries ``y``; ``picked(a)`` gives the per-coordinate array ``a`` at
+        those entries."""
+        xp = self.space.xp
+        start, period = picked(self._start), picked(self._period)
+        above, below = picked(self._above), picked(self._below)
+        if self._periodic:
+            shifted = start + xp.remainder(y - start, period)
+            beyond = picked(self._both) & ((y < start) | (y >= start + period))
+            y = xp.where(beyond, shifted, y)
+        y = xp.where(y > above, 2 * above - y, y)
+        y = xp.where(y < below, 2 * below - y, y)
+        left = picked(self._low) + (y - below) ** 2 / (4 * picked(self._al))
+        right = picked(self._high) - (y - above) ** 2 / (4 * picked(self._au))
+        y = xp.where(y < picked(self._inner_low), left, y)
+        y = xp.where(y > picked(self._inner_high), right, y)
+        lower, upper = picked(self._lower), picked(self._upper)
+        if self._fixed is not None:
+            y = xp.where(picked(self._fixed), lower, y)
+        return xp.minimum(xp.maximum(y, lower), upper)  # rounding never leaves the box
 
     def from_box(self, x: Any) -> Any:
         """The ``z`` in ``[l - a, u + a]`` with ``phi(z) = x``, for ``x`` in the box."""
