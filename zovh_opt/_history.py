@@ -26,7 +26,7 @@ from ._backend import ArraySpace, DirectionSource
 STORAGES = ("vectors", "seeds")
 # Columns per product of the Gram update on the CPU: a (w, d) @ (d, w) product over all of a
 # large d runs at a fraction of memory bandwidth (BLAS packs both operands), while chunks of
-# 2**16 columns stay in cache; 4-5x faster at d = 1e6. Each entry is then summed chunk by chunk,
+# 2**16 columns stay in cache: about 4x faster at d = 1e6. Each entry is then summed chunk by chunk,
 # in the same order for both storages.
 GRAM_CHUNK = 1 << 16
 
@@ -165,10 +165,7 @@ class QueryHistory:
         """
         d = self.space.dim
         if not self.space.numpy or d <= GRAM_CHUNK:  # one product per block
-            others = [self.rows(s) for s in self._order] if self._ring is not None else None
-            if others is None:
-                return [rows @ self.rows(s).T for s in self._order] + [rows @ rows.T]
-            return [rows @ other.T for other in others] + [rows @ rows.T]
+            return [rows @ self.rows(s).T for s in self._order] + [rows @ rows.T]
         spans = [slice(j, j + GRAM_CHUNK) for j in range(0, d, GRAM_CHUNK)]
         if self._ring is None:
             others = (rows if s is None else self.rows(s) for s in [*self._order, None])
