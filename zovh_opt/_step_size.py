@@ -9,7 +9,8 @@ last accepted point, and the f estimate of the batch taken there.
 - A step from the centre, ``x = c - eta p``, is a *trial*. If the mean of the batch at ``x`` is
   below the centre's, the trial is accepted: ``x`` becomes the centre and ``eta`` grows by
   ``2**(1/4)``. Otherwise it is undone: the iterate returns to the centre, ``eta`` shrinks by
-  ``2**(1/3)`` (so that ``eta`` is stationary at a success rate of 4/7), and the next batch
+  ``2**(1/5)`` (so that ``eta`` is stationary at a success rate of 4/9, below 1/2: when noise
+  decides the comparisons ``eta`` drifts up instead of collapsing), and the next batch
   measures the centre afresh before the next trial. The fresh measurement is what keeps the
   rule sound with noisy values: a centre value that was low by chance is compared once, never
   again.

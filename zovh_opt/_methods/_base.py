@@ -42,8 +42,8 @@ class AskTellMethod:
     after every ``tell``. ``learning_rate="auto"`` (the default) hands the rate, and with
     ``smoothing="auto"`` the smoothing radius, to a `StepSizeControl` (``control``): each
     step is a trial that the next batch's mean accepts or undoes (`zovh_opt._step_size`); a
-    ``tell`` then computes the direction (``_tell``) and ``_move`` takes the step only when the
-    rule calls for a trial.
+    ``tell`` then computes the direction (``_tell``; not for an undone trial) and ``_move``
+    takes the step only when the rule calls for a trial.
 
     After each ``tell``, ``amplification`` is the ratio of the step's length to that of the plain
     gradient step the same values give (1 for gradient methods), and ``rejected_steps`` counts
@@ -196,7 +196,7 @@ class AskTellMethod:
             listed = values.tolist()
             mean = sum(listed) / n
             verdict = control.judge(mean)
-            self._tell(values)
+            self._tell(values, direction=verdict is not False)  # an undone trial: no step
             squares = sum((v - mean) * (v - mean) for v in listed)
             spread = math.sqrt(squares / (n - 1)) if n > 1 else math.nan
             noisy = control.observe(spread) and self._adapt_smoothing
@@ -365,7 +365,10 @@ class AskTellMethod:
     def _layout(self) -> tuple[Any, tuple[float, ...], bool]:
         raise NotImplementedError
 
-    def _tell(self, values: Any) -> None:
+    def _tell(self, values: Any, *, direction: bool = True) -> None:
+        """Take the batch's values; form the step's direction unless ``direction`` is False
+        (the batch judged a trial that is undone, so no step follows: a method may then skip
+        the ``O(d)`` work of the direction and keep the previous one)."""
         raise NotImplementedError
 
 

@@ -91,7 +91,7 @@ class HiZOO(GradientStepMethod):
             self._scaled = self._rows[1] / self.xp.sqrt(self._hess_diag)
         return self._scaled, (self.smoothing, -self.smoothing), True
 
-    def _tell(self, values: Any) -> None:
+    def _tell(self, values: Any, *, direction: bool = True) -> None:
         rows, self._scaled = self._rows[1], None
         xp, K, mu = self.xp, self.n_directions, self.smoothing
         y0, y_plus, y_minus = values[0], values[1 : K + 1], values[K + 1 :]
@@ -99,5 +99,7 @@ class HiZOO(GradientStepMethod):
         estimate = self._hess_diag * (self.space.from_host(curvature) @ (rows * rows))
         alpha = self.hessian_smoothing
         self._hess_diag = (1 - alpha) * self._hess_diag + alpha * xp.abs(estimate)
+        if not direction:
+            return
         gradient = self.space.from_host((y_plus - y_minus) / (2 * mu * K)) @ rows
         self._direction = gradient / xp.sqrt(self._hess_diag)

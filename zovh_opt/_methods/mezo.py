@@ -48,7 +48,9 @@ class MeZO(GradientStepMethod):
     def _layout(self) -> tuple[Any, tuple[float, ...], bool]:
         return self._rows[1], (self.smoothing, -self.smoothing), False
 
-    def _tell(self, values: Any) -> None:
+    def _tell(self, values: Any, *, direction: bool = True) -> None:
+        if not direction:
+            return
         K = self.n_directions
         coef = (values[:K] - values[K:]) / (2 * self.smoothing * K)
         self._direction = self.space.from_host(coef) @ self._rows[1]

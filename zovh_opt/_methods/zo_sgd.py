@@ -49,6 +49,8 @@ class ZOSGD(GradientStepMethod):
     def _layout(self) -> tuple[Any, tuple[float, ...], bool]:
         return self._rows[1], (self.smoothing,), True
 
-    def _tell(self, values: Any) -> None:
+    def _tell(self, values: Any, *, direction: bool = True) -> None:
+        if not direction:
+            return
         coef = (values[1:] - values[0]) / (self.smoothing * self.n_directions)
         self._direction = self.space.from_host(coef) @ self._rows[1]

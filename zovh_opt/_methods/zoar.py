@@ -63,8 +63,10 @@ class ZOAR(ReusesQueries, GradientStepMethod):
     def points_per_iteration(self) -> int:
         return self.n_directions
 
-    def _tell(self, values: Any) -> None:
+    def _tell(self, values: Any, *, direction: bool = True) -> None:
         self.queries.push(values)
+        if not direction:
+            return
         y, mu = self.queries.values(), self.smoothing
         if y.shape[0] < 2:  # K = 1: the first iteration has no baseline to compare with
             self._direction = None

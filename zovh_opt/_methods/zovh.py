@@ -140,7 +140,8 @@ class ZoVH(ReusesQueries, AskTellMethod):
     def points_per_iteration(self) -> int:
         return self.n_directions * (2 if self.product == "decoupled" else 1)
 
-    def _tell(self, values: Any) -> None:
+    def _tell(self, values: Any, *, direction: bool = True) -> None:
+        # the coefficients are O(M^2) host algebra; the O(M d) step waits for `_move`
         self.queries.push(values)
         gram = self.queries.gram()
         c, plain = self._step_coefficients(gram, self.queries.values())
