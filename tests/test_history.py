@@ -10,7 +10,7 @@ import pytest
 import zovh_opt
 from zovh_opt import ZOAR, ZoVH
 from zovh_opt._backend import ArraySpace, DirectionSource
-from zovh_opt._history import GRAM_CHUNK
+from zovh_opt._history import COLUMN_CHUNK
 from zovh_opt.problems import rosenbrock
 
 
@@ -42,7 +42,7 @@ def test_blocks_are_standard_normal():
 
 @pytest.mark.parametrize("storage", ["vectors", "seeds"])
 @pytest.mark.parametrize(
-    "product, d", [("shared", 300), ("decoupled", 300), ("shared", 2 * GRAM_CHUNK + 3)]
+    "product, d", [("shared", 300), ("decoupled", 300), ("shared", 2 * COLUMN_CHUNK + 3)]
 )
 def test_the_host_gram_matrix_is_that_of_the_kept_directions(storage, product, d):
     """After every iteration, G equals U U^T of the history's directions, drawn again
@@ -66,7 +66,7 @@ def test_the_host_gram_matrix_is_that_of_the_kept_directions(storage, product, d
         np.testing.assert_array_equal(opt.queries.values(), np.concatenate(told[-N:]))
 
 
-@pytest.mark.parametrize("d", [7, 64, 1000, 4099, 2 * GRAM_CHUNK + 3])
+@pytest.mark.parametrize("d", [7, 64, 1000, 4099, 2 * COLUMN_CHUNK + 3])
 @pytest.mark.parametrize(
     "method, options",
     [

@@ -24,11 +24,12 @@ import numpy as np
 from ._backend import ArraySpace, DirectionSource
 
 STORAGES = ("vectors", "seeds")
-# Columns per product of the Gram update on the CPU: a (w, d) @ (d, w) product over all of a
-# large d runs at a fraction of memory bandwidth (BLAS packs both operands), while chunks of
-# 2**16 columns stay in cache: about 4x faster at d = 1e6. Each entry is then summed chunk by chunk,
-# in the same order for both storages.
-GRAM_CHUNK = 1 << 16
+# Columns per product of the Gram update and of the step's sum on the CPU: a (w, d) @ (d, w)
+# product over all of a large d runs at a fraction of memory bandwidth (BLAS packs both
+# operands), while chunks of 2**16 columns stay in cache: about 4x faster at d = 1e6, and the
+# sum needs no full-size temporary. Each entry is summed chunk by chunk, in the same order for
+# both storages.
+COLUMN_CHUNK = 1 << 16
 
 
 class QueryHistory:
@@ -158,15 +159,15 @@ class QueryHistory:
     def _inner_products(self, rows: Any) -> list[Any]:
         """``rows @ r.T`` for the kept blocks ``r`` in history order, then ``rows @ rows.T``.
 
-        On the CPU each product is summed over chunks of `GRAM_CHUNK` columns. With
+        On the CPU each product is summed over chunks of `COLUMN_CHUNK` columns. With
         ``"vectors"`` the chunks are the outer loop, so a chunk of ``rows`` is read from memory
         once for all blocks; with ``"seeds"`` the blocks are (each is drawn again, one at a
         time). The sums run in the same order either way, so the bits agree.
         """
         d = self.space.dim
-        if not self.space.numpy or d <= GRAM_CHUNK:  # one product per block
+        if not self.space.numpy or d <= COLUMN_CHUNK:  # one product per block
             return [rows @ self.rows(s).T for s in self._order] + [rows @ rows.T]
-        spans = [slice(j, j + GRAM_CHUNK) for j in range(0, d, GRAM_CHUNK)]
+        spans = [slice(j, j + COLUMN_CHUNK) for j in range(0, d, COLUMN_CHUNK)]
         if self._ring is None:
             others = (rows if s is None else self.rows(s) for s in [*self._order, None])
             return [_chunked_product(rows, other, spans) for other in others]
@@ -246,7 +247,7 @@ class QueryHistory:
         """``sum_m c[m] u_m`` over the kept directions (``c`` on the host, history order),
         accumulated block by block in history order.
 
-        On the CPU, for ``d`` above `GRAM_CHUNK`, each chunk of columns of the sum is formed in
+        On the CPU, for ``d`` above `COLUMN_CHUNK`, each chunk of columns of the sum is formed in
         cache: one pass over the kept directions and no full-size temporary. The per-entry
         arithmetic is the same for both storages (``"vectors"`` loops over chunks outside,
         ``"seeds"`` over the blocks it draws again).
@@ -254,8 +255,8 @@ class QueryHistory:
         coef = self.space.from_host(c)
         w, d = self.width, self.space.dim
         blocks = [coef[j * w : (j + 1) * w] for j in range(len(self._order))]
-        if self.space.numpy and d > GRAM_CHUNK:
-            spans = [slice(j, j + GRAM_CHUNK) for j in range(0, d, GRAM_CHUNK)]
+        if self.space.numpy and d > COLUMN_CHUNK:
+            spans = [slice(j, j + COLUMN_CHUNK) for j in range(0, d, COLUMN_CHUNK)]
             total = self.space.empty((d,))
             if self._ring is None:
                 for j, slot in enumerate(self._order):
