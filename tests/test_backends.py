@@ -20,6 +20,7 @@ HOST_ALGEBRA = {
     "_history.py",
     "_methods/_base.py",
     "_methods/zovh.py",
+    "_methods/zovh_preconditioned.py",  # the pair coefficients and residuals
     "_checkpoint.py",
     "_optimizer.py",  # the trace, host floats
     "_bounds.py",  # the bounds, read and checked once on the host

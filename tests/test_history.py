@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 import zovh_opt
+from zovh_opt._methods.zovh_preconditioned import default_pairs
 from zovh_opt import ZOAR, ZoVH
 from zovh_opt._backend import ArraySpace, DirectionSource
 from zovh_opt._history import COLUMN_CHUNK
@@ -139,7 +140,8 @@ def test_steady_state_memory_of_an_iteration(rate):
         return [float(points[i] @ points[i]) for i in range(points.shape[0])]  # no d-arrays
 
     tracemalloc.start()
-    opt = zovh_opt.Optimizer(x0, rng=0, options={"learning_rate": rate, "maxiter": 100})
+    options = {"learning_rate": rate, "curvature": "off", "maxiter": 100}
+    opt = zovh_opt.Optimizer(x0, rng=0, options=options)
     for _ in range(N + 2):
         opt.tell(values(opt.ask()))
     held = tracemalloc.get_traced_memory()[0] / x0.nbytes
@@ -151,6 +153,33 @@ def test_steady_state_memory_of_an_iteration(rate):
     assert held > N * K  # the ring is counted...
     bound = (N * K + K + 3) * x0.nbytes + 64 * 1024  # plus small objects (trace, Gram...)
     assert peak <= bound, peak / x0.nbytes  # ...and the peak stays within the bound
+
+
+@pytest.mark.parametrize("rate", [1e-3, "auto"])
+def test_memory_of_an_iteration_with_the_curvature_model(rate):
+    """The default ZoVH holds its model and a few vectors between iterations, and at most
+    (4 P + 8) d floats during one: the P directions (whitened and squared in place), the
+    2 P points and the temporary that scales them, and at most 8 vectors of d."""
+    d = 100_000
+    P = default_pairs(d)
+    x0 = np.random.default_rng(0).standard_normal(d)
+
+    def values(points):
+        return [float(points[i] @ points[i]) for i in range(points.shape[0])]
+
+    tracemalloc.start()
+    options = {"learning_rate": rate, "curvature": "diagonal", "maxiter": 100}
+    opt = zovh_opt.Optimizer(x0, rng=0, options=options)
+    for _ in range(6):
+        opt.tell(values(opt.ask()))
+    held = tracemalloc.get_traced_memory()[0] / x0.nbytes
+    tracemalloc.reset_peak()
+    for _ in range(3):
+        opt.tell(values(opt.ask()))
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    assert held <= 8  # x, the centre or best point, the model, the step, the last whitening
+    assert peak <= (4 * P + 8) * x0.nbytes + 64 * 1024, peak / x0.nbytes
 
 
 def test_step_benchmark_prints_its_tables(capsys):

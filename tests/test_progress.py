@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 import zovh_opt
+from zovh_opt._methods.zovh_preconditioned import default_pairs
 
 D = 40
 
@@ -22,9 +23,10 @@ def test_disp_prints_a_table_then_a_summary(capsys):
     assert lines[0].split() == ["nit", "nfev", "f", "estimate", "step", "norm", "lr", "time", "s"]
     rows = [line.split() for line in lines[1:] if line.split()[0].isdigit()]
     assert [int(r[0]) for r in rows] == [1, 2, 4, 6] + list(range(8, 41, 2))  # 40 // 20 = 2
-    assert [int(r[1]) for r in rows][:2] == [3, 6]
+    n = 2 * default_pairs(D)  # points per iteration
+    assert [int(r[1]) for r in rows][:2] == [n, 2 * n]
     assert any(line.startswith("Maximum number of iterations has been exceeded.") for line in lines)
-    assert any("Function evaluations: 121" in line for line in lines)
+    assert any(f"Function evaluations: {40 * n + 1}" in line for line in lines)
 
 
 def test_disp_every_n_iterations(capsys):

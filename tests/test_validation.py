@@ -9,6 +9,7 @@ import pytest
 from scipy.optimize import OptimizeWarning
 
 import zovh_opt
+from zovh_opt._methods.zovh_preconditioned import default_pairs
 
 
 def sphere(x):
@@ -93,7 +94,9 @@ def test_integer_options(name, bounds):
 
 def test_zovh_history_is_bounded_by_its_host_algebra():
     with pytest.raises(ValueError, match="at most 4096 queries"):
-        zovh_opt.Optimizer(np.ones(D), options={"n_directions": 100, "history": 41})
+        zovh_opt.Optimizer(
+            np.ones(D), options={"curvature": "off", "n_directions": 100, "history": 41}
+        )
 
 
 @pytest.mark.parametrize(
@@ -132,8 +135,9 @@ def test_peer_method_options(method, options, exc, match):
 @pytest.mark.parametrize(
     "method, options, minimum",
     [
-        ("zovh", {}, 3),
-        ("zovh", {"product": "decoupled"}, 2),
+        ("zovh", {}, 2),  # antithetic pairs
+        ("zovh", {"curvature": "off"}, 3),
+        ("zovh", {"curvature": "off", "product": "decoupled"}, 2),
         ("zo-sgd", {}, 1),
         ("zoar", {}, 1),
         ("hizoo", {}, 1),
@@ -160,12 +164,13 @@ def test_minimum_directions_per_method(method, options, minimum):
 @pytest.mark.parametrize(
     "method, options, smallest",
     [
-        ("zovh", {}, 4),
+        ("zovh", {}, 2 * default_pairs(D) + 1),
+        ("zovh", {"curvature": "off"}, 4),
         ("zo-sgd", {}, 5),
         ("hizoo", {}, 4),
         ("mezo", {"n_directions": 2}, 5),
-        ("zovh", {"noisy": True}, 13),
-        ("zovh", {"product": "decoupled", "final_evaluations": 2}, 8),
+        ("zovh", {"curvature": "off", "noisy": True}, 13),
+        ("zovh", {"curvature": "off", "product": "decoupled", "final_evaluations": 2}, 8),
     ],
 )
 def test_maxfev_too_small_for_one_iteration(method, options, smallest):
@@ -196,7 +201,7 @@ def test_objective_may_return_real_scalars_of_any_kind():
 
 
 def test_vectorized_objective_must_return_one_value_per_point():
-    with pytest.raises(ValueError, match="must return 3 values"):
+    with pytest.raises(ValueError, match=f"must return {2 * default_pairs(D)} values"):
         zovh_opt.minimize(lambda X: np.ones(2), np.ones(D), vectorized=True)
     with pytest.raises(ValueError, match="must be one-dimensional"):
         zovh_opt.minimize(lambda X: np.ones((3, 1)), np.ones(D), vectorized=True)
@@ -233,7 +238,8 @@ def test_maxfun_is_scipys_name_for_maxfev():
     """0.1.0 warned that maxfun (L-BFGS-B's and TNC's name) was unknown and ignored it."""
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        res = zovh_opt.minimize(sphere, np.ones(40), options={"maxfun": 31})
-    assert res.nfev == 31 and res.status == 1
+        maxfun = 2 * 2 * default_pairs(40) + 1  # two iterations and the final evaluation
+        res = zovh_opt.minimize(sphere, np.ones(40), options={"maxfun": maxfun})
+    assert res.nfev == maxfun and res.status == 1
     with pytest.raises(ValueError, match="maxfun is another name for maxfev"):
         zovh_opt.minimize(sphere, np.ones(D), options={"maxfun": 31, "maxfev": 40})

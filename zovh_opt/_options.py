@@ -66,6 +66,16 @@ def integer_between(minimum: int, maximum: int) -> Callable[[str, Any], int]:
     return check
 
 
+def integer_or_auto(minimum: int, maximum: int) -> Callable[[str, Any], int | str]:
+    """A validator for ``"auto"`` or an integer in ``[minimum, maximum]``."""
+    check = integer_between(minimum, maximum)
+
+    def wrapped(name: str, value: Any) -> int | str:
+        return "auto" if isinstance(value, str) and value == "auto" else check(name, value)
+
+    return wrapped
+
+
 def one_of(*choices: str) -> Callable[[str, Any], str]:
     """A validator for a string among ``choices``."""
 

@@ -32,6 +32,13 @@ last accepted point, and the f estimate of the batch taken there.
   grew by more than half of what noise would make it grow, the radius goes back up and never
   goes below that level again.
 
+With a *ceiling* (ZoVH's curvature model, whose direction is already a step: the model's
+Newton step for the gradient estimate) the rate is a trust factor in ``(0, ceiling]`` that
+starts at the ceiling and is never set from the step length, and a *trust radius* caps the
+trial's length: it doubles the last accepted trial's length and shrinks below a rejected one's,
+so that a model that calls a flat region infinitely long cannot lengthen the trials while the
+rule rejects them.
+
 Everything it compares is an f estimate with another, and ``eta`` starts from the length of the
 first direction, so ``f -> s f`` (``s > 0``) leaves every iterate as it was: for powers of two
 bit for bit.
@@ -48,6 +55,7 @@ SHRINK = 2.0**-0.2  # after a rejected one: stationary at a success rate of 4/9 
 SPREAD = 1.0  # query distance mu sqrt(d) over the trial step length
 TRACKING = 0.3  # weight of the latest trial in the running geometric mean of step lengths
 CHECKED = 10  # batches at a smaller radius before the noise test compares their slopes
+TRUST = 2.0  # with a ceiling: the trust radius after an accepted trial, over its length
 
 # what the centre of the batch just evaluated was
 MEASURE, TRIAL = "measure", "trial"
@@ -67,13 +75,20 @@ class StepSizeControl:
         ``d``.
     scale : float
         The length scale ``l`` of the problem (`length_scale`).
+    ceiling : float or None
+        The largest learning rate, where the direction is a step of its own (the module
+        docstring); ``None``: no ceiling, the rate is set from the step length.
     """
 
-    def __init__(self, dim: int, scale: float) -> None:
+    def __init__(self, dim: int, scale: float, ceiling: float | None = None) -> None:
         self.dim = int(dim)
         self.scale = float(scale)
-        self.learning_rate = math.nan  # set by the first direction
+        self.ceiling = None if ceiling is None else float(ceiling)
+        # set by the first direction, or the ceiling
+        self.learning_rate = math.nan if ceiling is None else self.ceiling
         self.step_length = INITIAL_STEP * self.scale  # running geometric mean of trial lengths
+        self.trust_radius = math.inf  # with a ceiling: the longest trial allowed
+        self.trial_length = math.nan  # of the latest trial
         self.base_smoothing = SPREAD * self.step_length / math.sqrt(self.dim)
         self.level = 0  # mu = base_smoothing * 2**level
         self.anchor = False  # set the learning rate from the step length at the next trial
@@ -124,23 +139,32 @@ class StepSizeControl:
         if f_estimate < self.reference:
             self.reference = f_estimate
             self.learning_rate *= GROW
+            if self.ceiling is not None:
+                self.learning_rate = min(self.learning_rate, self.ceiling)
+                self.trust_radius = max(self.trust_radius, TRUST * self.trial_length)
             self.accepted += 1
             return True
-        self.learning_rate *= SHRINK
-        self.rejected += 1
+        self._reject()
         return False
+
+    def _reject(self) -> None:
+        self.learning_rate *= SHRINK
+        if self.ceiling is not None:
+            self.trust_radius = min(self.trust_radius, self.trial_length) * SHRINK
+        self.rejected += 1
 
     def missing(self) -> None:
         """The batch just asked has no usable values: a trial counts as rejected."""
         if self.phase == TRIAL:
-            self.learning_rate *= SHRINK
-            self.rejected += 1
+            self._reject()
             self.phase = MEASURE
 
     def rate_for(self, direction_norm: float) -> float:
         """The learning rate of the next trial along a direction of this length: set from
         the running step length for the first direction (``INITIAL_STEP * l``) and after the
-        smoothing radius changed."""
+        smoothing radius changed; with a ceiling, the rate capped by the trust radius."""
+        if self.ceiling is not None:
+            return min(self.learning_rate, self.trust_radius / direction_norm)
         if math.isnan(self.learning_rate) or self.anchor:
             self.learning_rate = self.step_length / direction_norm
             self.anchor = False
@@ -150,6 +174,7 @@ class StepSizeControl:
         """A trial step of ``step_length`` was taken; ``True`` if the smoothing radius changed
         (queries kept at the old radius must go)."""
         self.phase = TRIAL
+        self.trial_length = step_length
         s = math.log(self.step_length)
         s += TRACKING * (math.log(step_length) - s)
         self.step_length = math.exp(s)
@@ -172,6 +197,7 @@ class StepSizeControl:
         if not math.isnan(self.learning_rate):
             self.learning_rate *= factor
         self.step_length *= factor
+        self.trust_radius *= factor
         self._set_level(max(self.level + math.floor(math.log2(factor)), self.floor))
         self.drop = 0
         self.phase = MEASURE
@@ -182,7 +208,10 @@ class StepSizeControl:
     def load_state(self, state: dict[str, Any]) -> None:
         for name in self.__dict__:
             value = state[name]
-            kind = type(getattr(self, name))
-            setattr(self, name, value if isinstance(value, str) else kind(value))
+            if value is None or isinstance(value, str):
+                setattr(self, name, value)
+            else:
+                current = getattr(self, name)
+                setattr(self, name, (float if current is None else type(current))(value))
         if self.phase not in (MEASURE, TRIAL):
             raise ValueError(f"unknown step-size phase {self.phase!r}")

@@ -51,6 +51,8 @@ class AskTellMethod:
     """
 
     name = ""
+    # the step rule's largest rate, for methods whose direction is a step of its own
+    rate_ceiling: float | None = None
     options: dict[str, Option] = {
         "learning_rate": Option("auto", positive_or_auto),
         "smoothing": Option("auto", positive_or_auto),
@@ -64,7 +66,7 @@ class AskTellMethod:
         """
         unknown = sorted(set(options) - set(self.options))
         if unknown:
-            raise TypeError(f"{type(self).__name__}: unknown options {', '.join(unknown)}")
+            raise TypeError(f"{self.name or type(self).__name__}: unknown options {', '.join(unknown)}")
         resolved = resolve(self.options, options)
         rate, smoothing = resolved.pop("learning_rate"), resolved.pop("smoothing")
         for name, value in resolved.items():
@@ -78,7 +80,9 @@ class AskTellMethod:
         if rate == "auto":
             norm = float(self.xp.linalg.vector_norm(self._x))
             self.control = StepSizeControl(
-                self.space.dim, _step_size.length_scale(norm, self.space.dim)
+                self.space.dim,
+                _step_size.length_scale(norm, self.space.dim),
+                ceiling=self.rate_ceiling,
             )
             self._adapt_smoothing = smoothing == "auto"
         else:
@@ -195,7 +199,7 @@ class AskTellMethod:
         else:
             listed = values.tolist()
             mean = sum(listed) / n
-            verdict = control.judge(mean)
+            verdict = control.judge(self._f_estimate(values, mean))
             self._tell(values, direction=verdict is not False)  # an undone trial: no step
             squares = sum((v - mean) * (v - mean) for v in listed)
             spread = math.sqrt(squares / (n - 1)) if n > 1 else math.nan
@@ -212,6 +216,11 @@ class AskTellMethod:
         self._rows = None
         self.nit += 1
         self.nfev += n
+
+    def _f_estimate(self, values: np.ndarray, mean: float) -> float:
+        """The step rule's estimate of ``f`` at the batch's centre: the mean of its values
+        (a method that knows their bias can remove it)."""
+        return mean
 
     def _trial(self) -> None:
         """Step rule "auto": step from the centre along the direction just computed."""

@@ -1,4 +1,7 @@
-"""ZoVH: curvature-aware zeroth-order steps (Algorithm 1 of the paper)."""
+"""ZoVH: curvature-aware zeroth-order steps. `ZoVH` is the method the registry names; it is
+one of two iterations, chosen by the option ``curvature``: `PaperZoVH`, Algorithm 1 of the
+paper, or `PreconditionedZoVH` (``zovh_preconditioned``), the default, which accumulates the
+paper's Hessian estimates into a diagonal curvature model."""
 
 from __future__ import annotations
 
@@ -11,7 +14,7 @@ from scipy.optimize import OptimizeWarning
 
 from .. import estimators
 from .._history import STORAGES, QueryHistory
-from .._options import Option, integer_between, one_of, positive_or_auto
+from .._options import Option, integer_or_auto, one_of, positive_or_auto
 from ._base import (
     MAX_DIRECTIONS,
     MAX_HISTORY,
@@ -26,8 +29,65 @@ from ._base import (
 POLE_MARGIN = 2.0
 
 
-class ZoVH(ReusesQueries, AskTellMethod):
-    r"""Algorithm 1: ``x <- x - learning_rate * p`` with the ZoVH Newton direction ``p``.
+# n_directions="auto" of Algorithm 1 (Appx. F.2: K = 3, N = 4)
+PAPER_DIRECTIONS, PAPER_HISTORY = 3, 4
+# the options that only the paper's iteration has
+PAPER_ONLY = ("history", "product", "inverse", "regularization")
+
+
+class ZoVH(AskTellMethod):
+    r"""ZoVH: zeroth-order steps that use curvature (`zovh_opt.minimize`'s default method).
+
+    ``ZoVH(x0, ...)`` builds one of two iterations, by the option ``curvature``:
+
+    - ``"diagonal"`` (`PreconditionedZoVH`): a diagonal model of the Hessian, learned across
+      iterations from the paper's Hessian estimator (eq. (9)) on antithetic pairs, whitens
+      the sampling and turns the gradient estimate into a Newton step. ``n_directions`` is the
+      number of pairs ``P`` (``2 P`` evaluations per iteration).
+    - ``"off"`` (`PaperZoVH`): the paper's Algorithm 1, ``x <- x - learning_rate * p`` with the
+      Woodbury product ``p`` of eq. (16) (eq. (122) with query reuse).
+
+    ``"auto"`` (the default) is ``"diagonal"`` with the step rule ``learning_rate="auto"`` and
+    ``"off"`` with a float learning rate: a float rate runs the paper's algorithm exactly.
+    Both are instances of this class.
+    """
+
+    name = "zovh"
+    options = {
+        **AskTellMethod.options,
+        "curvature": Option("auto", one_of("auto", "diagonal", "off")),
+        "n_directions": Option("auto", integer_or_auto(2, MAX_DIRECTIONS)),
+        "history": Option("auto", integer_or_auto(1, MAX_HISTORY)),
+        "regularization": Option("auto", positive_or_auto),
+        "product": Option("shared", one_of("shared", "decoupled")),
+        "inverse": Option("diagonal", one_of("diagonal", "exact")),
+        "directions": Option("vectors", one_of(*STORAGES)),
+    }
+
+    def __new__(cls, *args: Any, **options: Any) -> ZoVH:
+        if cls is ZoVH:
+            cls = PaperZoVH if _curvature_of(options) == "off" else _preconditioned()
+        return super().__new__(cls)
+
+
+def _curvature_of(options: dict[str, Any]) -> str:
+    """The iteration the options ask for: ``"diagonal"`` or ``"off"`` (invalid values are
+    left to the option check of the class they reach)."""
+    curvature = options.get("curvature", "auto")
+    if isinstance(curvature, str) and curvature == "auto":
+        rate = options.get("learning_rate", "auto")
+        return "diagonal" if isinstance(rate, str) and rate == "auto" else "off"
+    return "diagonal" if isinstance(curvature, str) and curvature == "diagonal" else "off"
+
+
+def _preconditioned() -> type[ZoVH]:
+    from .zovh_preconditioned import PreconditionedZoVH
+
+    return PreconditionedZoVH
+
+
+class PaperZoVH(ReusesQueries, ZoVH):
+    r"""Algorithm 1 (``curvature="off"``): ``x <- x - learning_rate * p`` with the ZoVH Newton direction ``p``.
 
     Each iteration draws ``K`` Gaussian directions, evaluates ``f(x + mu * u_k)``, pushes the
     queries into a FIFO history of the last ``N`` iterations and computes the bias-corrected
@@ -60,7 +120,9 @@ class ZoVH(ReusesQueries, AskTellMethod):
     >>> from zovh_opt import ZoVH
     >>> from zovh_opt.problems import rosenbrock
     >>> x0 = np.random.default_rng(1).standard_normal(1000)
-    >>> opt = ZoVH(x0, rng=0, learning_rate=1e-7, history=4)
+    >>> opt = ZoVH(x0, rng=0, learning_rate=1e-7, history=4)   # a float rate: curvature="off"
+    >>> type(opt).__name__
+    'PaperZoVH'
     >>> for _ in range(300):
     ...     opt.tell(rosenbrock(opt.ask()))      # K = 3 points per ask, evaluated in a batch
     >>> opt.nit, opt.nfev, bool(rosenbrock(opt.x) < rosenbrock(x0) / 2)
@@ -72,19 +134,15 @@ class ZoVH(ReusesQueries, AskTellMethod):
     max_amplification = 10.0
     max_queries = 4096  # M = N K: the host algebra is O(M^2) per iteration, O(M^3) if exact
 
-    name = "zovh"
-    options = {
-        **AskTellMethod.options,
-        "regularization": Option("auto", positive_or_auto),
-        "n_directions": Option(3, integer_between(2, MAX_DIRECTIONS)),
-        "history": Option(4, integer_between(1, MAX_HISTORY)),
-        "product": Option("shared", one_of("shared", "decoupled")),
-        "inverse": Option("diagonal", one_of("diagonal", "exact")),
-        "directions": Option("vectors", one_of(*STORAGES)),
-    }
-
     def __init__(self, x0: Any, *, rng: Any = None, **options: Any) -> None:
         super().__init__(x0, rng=rng, **options)
+        if self.curvature == "diagonal":
+            raise ValueError("PaperZoVH is the iteration of curvature='off'")
+        self.curvature = "off"
+        if self.n_directions == "auto":
+            self.n_directions = PAPER_DIRECTIONS
+        if self.history == "auto":
+            self.history = PAPER_HISTORY
         if self.product == "shared" and self.n_directions < 3:
             raise ValueError(
                 "n_directions must be >= 3 for product='shared' (the leave-one-out correction "

@@ -134,10 +134,13 @@ def _run(solver: str, fun: Tracked, x0: np.ndarray, seed: int) -> str:
         if solver in ZOVH_METHODS:
             from .._minimize import minimize
 
-            if remaining < 2 * 5:  # less than one iteration and the final point of any method
+            try:
+                res = minimize(fun, x0, method=solver, rng=seed, options={"maxfev": remaining})
+            except ValueError as error:  # less than one iteration and the final point
+                if "maxfev must allow" not in str(error):
+                    raise
                 fun.nfev = fun.budget  # what is left cannot be used
-                raise BudgetExhausted
-            res = minimize(fun, x0, method=solver, rng=seed, options={"maxfev": remaining})
+                raise BudgetExhausted from None
             return f"status {res.status}"
         if solver in ("L-BFGS-B (FD)", "Powell"):
             from scipy.optimize import minimize as scipy_minimize

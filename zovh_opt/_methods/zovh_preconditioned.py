@@ -1,0 +1,212 @@
+"""ZoVH with a curvature model accumulated across iterations (``curvature="diagonal"``, the
+default of ``method="zovh"``)."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from .. import estimators
+from .._curvature import DiagonalCurvature, DiagonalOperator
+from .._step_size import INITIAL_STEP, length_scale
+from .zovh import PAPER_ONLY, ZoVH
+
+
+def default_pairs(dim: int) -> int:
+    """``n_directions="auto"``: ``P = (4 + floor(3 ln d)) // 2`` pairs, so that ``2 P`` is
+    CMA-ES's default population size (at least 2 pairs)."""
+    return max(2, (4 + int(3 * math.log(dim))) // 2) if dim > 1 else 2
+
+
+class PreconditionedZoVH(ZoVH):
+    r"""ZoVH whose curvature is a diagonal model learned across iterations (the default).
+
+    With the model :math:`h \approx \operatorname{diag}(\nabla^2 f)` and the whitening
+    :math:`s = (c / h)^{1/2}`, :math:`c = \operatorname{geomean}(h)` (`zovh_opt._curvature`),
+    each iteration
+
+    1. evaluates ``P`` antithetic pairs :math:`f(x \pm \mu\, s \circ u_m)`, ``2 P`` values
+       (``P = n_directions``);
+    2. estimates the gradient in the whitened coordinates by central differences,
+       :math:`\hat g_z = \frac1P \sum_m \delta_m u_m` with
+       :math:`\delta_m = (y^+_m - y^-_m) / (2 \mu)`, and steps along the model's Newton step
+       for that estimate,
+
+       .. math:: p = \frac{P}{c\,(d + P + 1)}\, s \circ \hat g_z
+                 \approx \frac{P}{d + P + 1}\, h^{-1} \circ \nabla f ,
+
+       where :math:`P / (c (d + P + 1))` is the step that minimises the expected value of a
+       quadratic with curvature :math:`c I` along a ``P``-direction Gaussian estimate
+       (:math:`E \|\hat g_z\|^2 = \|g_z\|^2 (d + P + 1) / P`): ``learning_rate = 1`` is the
+       full step, and the step rule ``"auto"`` keeps the rate at most 1;
+    3. updates the model from the same values, with the paper's averaged-baseline Hessian
+       estimator (eq. (9)) on the pair means, the model itself as a control variate
+       (`zovh_opt.estimators.diagonal_hessian_error`).
+
+    The first direction sets the model's scale so that the first step is ``0.1 l`` long
+    (``l = |x0|``, as the step rule's first step), so ``f -> a f`` leaves the iterates as they
+    were. The step rule judges a trial by the batch mean less the model's smoothing bias
+    :math:`\frac{\mu^2}{2} c \overline{\|u\|^2}`.
+
+    Costs per iteration: the draw, the norms, the whitening, the points, the direction, the
+    squared directions and their weighted sum, each ``O(P d)``. Memory: the ``P`` directions
+    (whitened and squared in place) and about 8 vectors of ``d`` besides the ``2 P`` points.
+    Nothing is kept across iterations but the model, so ``directions="seeds"`` gives the same
+    run.
+
+    ``jac`` is the latest gradient estimate :math:`\hat g_z / s`, ``hess_inv`` the model's
+    :math:`\operatorname{diag}(1/h)` as a `DiagonalOperator`.
+    """
+
+    rate_ceiling = 1.0  # the direction is the model's full step
+
+    def __init__(self, x0: Any, *, rng: Any = None, **options: Any) -> None:
+        super().__init__(x0, rng=rng, **options)  # checks every option's value
+        paper = [name for name in PAPER_ONLY if name in options]
+        if paper:
+            raise ValueError(
+                f"{', '.join(paper)}: option(s) of the paper's iteration, which the curvature "
+                "model does not use; pass curvature='off' (or a float learning_rate) to run "
+                "Algorithm 1"
+            )
+        if self.curvature == "off":
+            raise ValueError("PreconditionedZoVH is the iteration of curvature='diagonal'")
+        self.curvature = "diagonal"
+        d = self.space.dim
+        if self.n_directions == "auto":
+            self.n_directions = default_pairs(d)
+        if self.control is None:
+            norm = float(self.xp.linalg.vector_norm(self._x))
+            self._first_step = INITIAL_STEP * length_scale(norm, d)
+        else:
+            self._first_step = self.control.step_length
+        self.model = DiagonalCurvature(self.space)
+        self._whitened = None  # s * u_m of the pending ask, the points' directions
+        self._sq_norms = None  # |u_m|^2 of the pending ask (host)
+        self._direction = None  # the step p of the latest tell
+        self._direction_norm = 0.0
+        self._gradient_scale = None  # (s, c) that p was formed with, for `jac`
+
+    @property
+    def points_per_iteration(self) -> int:
+        return 2 * self.n_directions
+
+    @property
+    def direction_norm(self) -> float:
+        return self._direction_norm
+
+    def _prepare(self) -> None:
+        self._whiten(self._draw(self.n_directions))
+
+    def _whiten(self, U: Any) -> None:
+        """Take the drawn rows ``U`` as the pending ask's: their squared norms to the host,
+        then ``U`` becomes ``s * U`` in place (the points' directions)."""
+        self._sq_norms = self.space.to_host(self.xp.vecdot(U, U))
+        s = self.model.whitening
+        if s is not None:
+            U *= s
+        self._whitened = U
+
+    def _layout(self) -> tuple[Any, tuple[float, ...], bool]:
+        return self._whitened, (self.smoothing, -self.smoothing), False
+
+    def _start(self, values: Any) -> None:
+        """Set the model's scale so that the first step (rate 1) is ``0.1 l`` long; no start
+        while the gradient estimate is 0."""
+        P, d = self.n_directions, self.space.dim
+        delta = (values[:P] - values[P:]) / (2 * self.smoothing)
+        norm = float(self.xp.linalg.vector_norm(self.space.from_host(delta) @ self._whitened))
+        if math.isfinite(norm) and norm > 0:
+            self.model.start(norm / ((d + P + 1) * self._first_step))
+
+    def _f_estimate(self, values: Any, mean: float) -> float:
+        if not self.model.ready:
+            self._start(values)
+            if not self.model.ready:
+                return mean
+        mu = self.smoothing
+        return mean - 0.5 * mu * mu * self.model.curvature * float(self._sq_norms.mean())
+
+    def _tell(self, values: Any, *, direction: bool = True) -> None:
+        if not self.model.ready:
+            self._start(values)
+        if not self.model.ready:
+            self._direction, self._direction_norm = None, 0.0
+            self._clear_pending()
+            return
+        P, d, mu = self.n_directions, self.space.dim, self.smoothing
+        c = self.model.curvature
+        plus, minus = values[:P], values[P:]
+        with np.errstate(over="ignore", invalid="ignore"):
+            coefficients = (plus - minus) / (2 * mu) / (c * (d + P + 1))
+            r = estimators.pair_residuals(plus, minus, self._sq_norms, mu, c)
+        if not np.isfinite(coefficients).all():  # values too large to difference
+            direction = False
+            self._direction, self._direction_norm = None, 0.0
+        if direction:
+            self._direction = self.space.from_host(coefficients) @ self._whitened
+            self._direction_norm = float(self.xp.linalg.vector_norm(self._direction))
+            self._gradient_scale = (self.model.whitening, c)
+        if not np.isfinite(r).all():
+            self._clear_pending()
+            return
+        U = self._whitened  # not needed again: back to u_m, squared, in place
+        if self.model.whitening is not None:
+            U /= self.model.whitening
+        U *= U
+        self.model.update(self.space.from_host(r / mu / mu / (P - 1)) @ U)
+        self._clear_pending()
+
+    def _clear_pending(self) -> None:
+        self._whitened, self._sq_norms = None, None
+
+    def _move(self, learning_rate: float) -> None:
+        if self._direction is not None:
+            self._x = self._x - learning_rate * self._direction
+
+    def discard(self) -> None:
+        super().discard()
+        self._clear_pending()
+
+    def _discard_all(self) -> None:
+        super()._discard_all()
+        self._clear_pending()
+        self._direction, self._direction_norm, self._gradient_scale = None, 0.0, None
+
+    def estimates(self) -> dict[str, Any]:
+        """``jac``: the latest gradient estimate; ``hess_inv``: the model's ``diag(1/h)``."""
+        if not self.model.ready:
+            return {}
+        out = {"hess_inv": DiagonalOperator(self.space.to_user(self.model.inverse_diagonal()))}
+        if self._direction is not None:
+            s, c = self._gradient_scale
+            P, d = self.n_directions, self.space.dim
+            jac = self._direction / (s * s)
+            jac *= c * (d + P + 1) / P
+            out["jac"] = self.space.to_user(jac)
+        return out
+
+    def state(self) -> dict[str, Any]:
+        scale = self._gradient_scale
+        return {
+            **super().state(),
+            "model": self.model.state(),
+            "direction": self._direction,
+            "direction_norm": self._direction_norm,
+            "gradient_whitening": None if scale is None else scale[0],
+            "gradient_curvature": math.nan if scale is None else scale[1],
+        }
+
+    def load_state(self, state: dict[str, Any]) -> None:
+        super().load_state(state)
+        self.model.load_state(state["model"])
+        self._direction = self._vector(state["direction"])
+        self._direction_norm = float(state["direction_norm"])
+        whitening = self._vector(state["gradient_whitening"])
+        curvature = float(state["gradient_curvature"])
+        self._gradient_scale = None if whitening is None else (whitening, curvature)
+        self._clear_pending()
+        if self._rows is not None:  # a pending ask, its rows drawn again: its points again
+            self._whiten(self._rows[1])
