@@ -8,10 +8,10 @@ import numpy as np
 import pytest
 
 import zovh_opt
-from zovh_opt._methods.zovh_preconditioned import default_pairs
 from zovh_opt import ZOAR, ZoVH
 from zovh_opt._backend import ArraySpace, DirectionSource
 from zovh_opt._history import COLUMN_CHUNK
+from zovh_opt._methods.zovh_preconditioned import default_pairs
 from zovh_opt.problems import rosenbrock
 
 

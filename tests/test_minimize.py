@@ -72,7 +72,8 @@ def test_callback_forms():
     res = zovh_opt.minimize(sphere, np.ones(5), rng=0, callback=cb, options=FAST)
     assert len(seen_x) == len(seen_res) == 30
     assert isinstance(seen_res[-1], OptimizeResult) and seen_res[-1].nit == 30
-    assert seen_res[-1].nfev == 30 * 2 * default_pairs(5) and seen_res[-1].fun == res.trace["fun"][-1]
+    assert seen_res[-1].nfev == 30 * 2 * default_pairs(5)
+    assert seen_res[-1].fun == res.trace["fun"][-1]
     assert np.array_equal(seen_x[-1], seen_res[-1].x)  # the last iterate, evaluated at the end
     assert res.fun <= sphere(seen_x[-1])
     seen_x[-1][:] = 99  # callbacks get copies

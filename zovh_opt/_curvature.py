@@ -8,8 +8,8 @@ size :math:`O(\sqrt{d / P})`; accumulated over many iterations that noise averag
 
 The model is :math:`h \approx \operatorname{diag}(\nabla^2 f)` in the run's coordinates,
 kept as its scale :math:`c = \operatorname{geomean}(h)`, a float, and its shape
-:math:`\log(h / c)`, an array of mean 0. It whitens the sampling: queries are :math:`x \pm \mu\, s \circ u`
-with :math:`s = (c / h)^{1/2}` and :math:`c = \operatorname{geomean}(h)`, so that in the
+:math:`\log(h / c)`, an array of mean 0. It whitens the sampling: queries are
+:math:`x \pm \mu\, s \circ u` with :math:`s = (c / h)^{1/2}`, so that in the
 whitened coordinates :math:`z = x / s` the model's Hessian is :math:`c I`. Each iteration
 measures its error there (`zovh_opt.estimators.diagonal_hessian_error`), ``e``, and updates
 
@@ -168,4 +168,3 @@ class DiagonalOperator:
 
     def __repr__(self) -> str:
         return f"<{self.shape[0]}x{self.shape[1]} DiagonalOperator with dtype={self.dtype}>"
-

@@ -205,6 +205,18 @@ def pair_residuals(y_plus: Any, y_minus: Any, sq_norms: Any, mu: float, curvatur
     Returns
     -------
     array, shape (P,)
+
+    Examples
+    --------
+    On a quadratic whose Hessian is the model's, ``c I``, nothing is left to explain:
+
+    >>> import numpy as np
+    >>> from zovh_opt import estimators
+    >>> U = np.random.default_rng(0).standard_normal((4, 10))
+    >>> f = lambda X: 1.5 * np.sum(X * X, axis=1)         # Hessian 3 I
+    >>> r = estimators.pair_residuals(f(0.1 * U), f(-0.1 * U), np.sum(U * U, axis=1), 0.1, 3.0)
+    >>> bool(np.abs(r).max() < 1e-15)
+    True
     """
     xp = namespace_of(y_plus)
     n = y_plus.shape[0]
@@ -213,9 +225,7 @@ def pair_residuals(y_plus: Any, y_minus: Any, sq_norms: Any, mu: float, curvatur
     return (sigma - xp.sum(sigma) / n) - (model - xp.sum(model) / n)
 
 
-def diagonal_hessian_error(
-    U: Any, y_plus: Any, y_minus: Any, mu: float, curvature: float
-) -> Any:
+def diagonal_hessian_error(U: Any, y_plus: Any, y_minus: Any, mu: float, curvature: float) -> Any:
     r"""Diagonal of the ZoVH Hessian estimate (eq. (9)) of :math:`\nabla^2 f - c I`, from
     ``P`` antithetic pairs.
 

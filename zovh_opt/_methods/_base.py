@@ -66,7 +66,8 @@ class AskTellMethod:
         """
         unknown = sorted(set(options) - set(self.options))
         if unknown:
-            raise TypeError(f"{self.name or type(self).__name__}: unknown options {', '.join(unknown)}")
+            who = self.name or type(self).__name__
+            raise TypeError(f"{who}: unknown options {', '.join(unknown)}")
         resolved = resolve(self.options, options)
         rate, smoothing = resolved.pop("learning_rate"), resolved.pop("smoothing")
         for name, value in resolved.items():

@@ -49,7 +49,24 @@ class ZoVH(AskTellMethod):
 
     ``"auto"`` (the default) is ``"diagonal"`` with the step rule ``learning_rate="auto"`` and
     ``"off"`` with a float learning rate: a float rate runs the paper's algorithm exactly.
-    Both are instances of this class.
+    Both are instances of this class. The options ``history``, ``regularization``,
+    ``product`` and ``inverse`` belong to the paper's iteration; with the curvature model they
+    raise ``ValueError``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from zovh_opt import ZoVH
+    >>> h = np.logspace(0, 3, 200)                      # an ill-conditioned diagonal quadratic
+    >>> f = lambda X: 0.5 * (X * X) @ h
+    >>> opt = ZoVH(np.ones(200), rng=0)
+    >>> type(opt).__name__, opt.points_per_iteration    # P = 9 antithetic pairs
+    ('PreconditionedZoVH', 18)
+    >>> for _ in range(2000):
+    ...     opt.tell(f(opt.ask()))
+    >>> learned = opt.estimates()["hess_inv"].diagonal()  # the model's diag(1 / h)
+    >>> bool(np.corrcoef(np.log(learned), -np.log(h))[0, 1] > 0.9)
+    True
     """
 
     name = "zovh"
@@ -87,7 +104,8 @@ def _preconditioned() -> type[ZoVH]:
 
 
 class PaperZoVH(ReusesQueries, ZoVH):
-    r"""Algorithm 1 (``curvature="off"``): ``x <- x - learning_rate * p`` with the ZoVH Newton direction ``p``.
+    r"""Algorithm 1 (``curvature="off"``): ``x <- x - learning_rate * p``, ``p`` the ZoVH
+    Newton direction.
 
     Each iteration draws ``K`` Gaussian directions, evaluates ``f(x + mu * u_k)``, pushes the
     queries into a FIFO history of the last ``N`` iterations and computes the bias-corrected

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from . import attack, coco, hessian_error, peers, step, synthetic, tuning, workers
+from . import attack, coco, curvature, hessian_error, peers, step, synthetic, tuning, workers
 from ._common import add_common_arguments
 
 COMMANDS = {
@@ -17,6 +17,7 @@ COMMANDS = {
     "peers": peers,
     "coco": coco,
     "tuning": tuning,
+    "curvature": curvature,
 }
 
 
