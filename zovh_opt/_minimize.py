@@ -107,15 +107,18 @@ def minimize(
         values, for plotting).
 
         ``jac`` is the latest gradient estimate of the Gaussian-smoothed objective from the
-        ``M`` kept queries (eq. (6); eq. (35) with query reuse): unbiased, but with ``M``
-        values for ``d`` unknowns its error is about ``sqrt(d / (M - 1))`` times the
-        gradient's norm, so when ``d >> M`` it is a descent direction, not a gradient to
-        test optimality with. For ``"zovh"``, ``hess_inv`` is a
-        linear operator for :math:`(\\hat H + \\lambda I)^{-1}` of the last iteration
-        (eqs. (14) and (15)): along the ``M`` query directions it holds their measured curvature,
-        elsewhere it is :math:`I / \\lambda`, so in high dimension it is close to
-        :math:`I / \\lambda` and is not an estimate of the inverse Hessian. With ``bounds``
-        neither is given (they would be derivatives in the run's unconstrained coordinates).
+        ``M`` latest queries (eq. (6); eq. (35) with query reuse; central differences of the
+        ``P`` pairs for the default ``"zovh"``): unbiased, but with ``M`` values for ``d``
+        unknowns its error is about ``sqrt(d / M)`` times the gradient's norm, so when
+        ``d >> M`` it is a descent direction, not a gradient to test optimality with. For
+        the default ``"zovh"`` (its curvature model), ``hess_inv`` is the learned
+        :math:`\\operatorname{diag}(1/h)`, an estimate of the inverse Hessian's diagonal, as
+        a linear operator. With ``curvature="off"`` it is
+        :math:`(\\hat H + \\lambda I)^{-1}` of the last iteration (eqs. (14) and (15)): along
+        the ``M`` query directions it holds their measured curvature, elsewhere it is
+        :math:`I / \\lambda`, so in high dimension it is close to :math:`I / \\lambda` and is
+        not an estimate of the inverse Hessian. With ``bounds`` neither is given (they would
+        be derivatives in the run's unconstrained coordinates).
 
         ``status``: 0 ``ftol`` or ``xtol`` met, 1 ``maxfev``, 2 ``maxiter``, 3 failed (the
         objective gave no finite value near ``x``, also after ``max_restarts`` restarts with
@@ -126,6 +129,14 @@ def minimize(
 
     Options
     -------
+    curvature : {"auto", "diagonal", "off"}, default "auto" (``"zovh"``)
+        ``"diagonal"``: a diagonal model of the Hessian learned across iterations from the
+        paper's Hessian estimator (eq. (9)) on ``P`` antithetic pairs per iteration whitens
+        the queries, and the step is the model's Newton step for the central-difference
+        gradient (the theory page, *The curvature model*). ``"off"``: the paper's
+        Algorithm 1. ``"auto"``: ``"diagonal"`` with ``learning_rate="auto"``, ``"off"`` with a
+        float learning rate. The options ``regularization``, ``history``, ``product`` and
+        ``inverse`` belong to ``"off"``.
     learning_rate : float or "auto", default "auto"
         ``"auto"``: the parameter-free step rule (the user guide's page *Step size*).
         Each step ``x <- c - eta * p`` from the last accepted point ``c`` is judged by the mean
@@ -133,7 +144,8 @@ def minimize(
         lower than at ``c`` (``eta`` grows by ``2**(1/4)``), undone otherwise (``eta`` shrinks
         by ``2**(-1/5)``; the next iteration measures ``c`` again). The first step is
         ``0.1 |x0|`` long (``0.1 sqrt(d)`` from ``x0 = 0``). ``f -> s f`` leaves every iterate
-        unchanged. A float is the paper's Algorithm 1, ``x <- x - eta * p`` after every
+        unchanged. With the curvature model ``eta`` is a trust factor of at most 1 on the
+        model's Newton step, with a trust radius. A float is the paper's Algorithm 1, ``x <- x - eta * p`` after every
         iteration, with ``smoothing`` and ``regularization`` at the paper's 0.1 unless given
         and no tolerance stop unless given; divergence then restarts with a quarter of it.
     smoothing : float or "auto", default "auto"
@@ -148,9 +160,12 @@ def minimize(
         the kept queries, which scales with ``f`` and keeps every Woodbury denominator at least
         half its ``lambda^2 (M - 1)`` term; with a float ``learning_rate`` it is 0.1. Far from
         the sampled directions the step is the gradient divided by :math:`\\lambda`.
-    n_directions : int, default 3 (1 for ``"hizoo"`` and ``"mezo"``)
-        Directions per iteration, ``K`` (>= 3 for ``"zovh"`` with ``product="shared"``).
-    history : int, default 4 (``"zovh"``, ``"zoar"``)
+    n_directions : int, default 3 (1 for ``"hizoo"`` and ``"mezo"``; "auto" for ``"zovh"``)
+        Directions per iteration, ``K`` (>= 3 for ``"zovh"`` with ``product="shared"``). For
+        ``"zovh"`` with its curvature model, the antithetic pairs ``P`` (``2 P`` evaluations),
+        ``"auto"``: ``(4 + floor(3 ln d)) // 2`` (12 at ``d = 1000``); ``"auto"`` is 3 with
+        ``curvature="off"``.
+    history : int, default 4 (``"zovh"`` with ``curvature="off"``, ``"zoar"``)
         Iterations of queries reused, ``N`` (query reuse, eq. (10)); 1 disables
         reuse.
     hessian_smoothing : float in (0, 1], default 1e-8 (``"hizoo"``)
