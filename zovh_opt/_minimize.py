@@ -145,9 +145,10 @@ def minimize(
         by ``2**(-1/5)``; the next iteration measures ``c`` again). The first step is
         ``0.1 |x0|`` long (``0.1 sqrt(d)`` from ``x0 = 0``). ``f -> s f`` leaves every iterate
         unchanged. With the curvature model ``eta`` is a trust factor of at most 1 on the
-        model's Newton step, with a trust radius. A float is the paper's Algorithm 1, ``x <- x - eta * p`` after every
-        iteration, with ``smoothing`` and ``regularization`` at the paper's 0.1 unless given
-        and no tolerance stop unless given; divergence then restarts with a quarter of it.
+        model's Newton step, with a trust radius. A float is the paper's Algorithm 1,
+        ``x <- x - eta * p`` after every iteration, with ``smoothing`` and ``regularization``
+        at the paper's 0.1 unless given and no tolerance stop unless given; divergence then
+        restarts with a quarter of it.
     smoothing : float or "auto", default "auto"
         Smoothing radius :math:`\\mu`: queries are ``x + mu * u`` with ``u ~ N(0, I)``. With
         the step rule, ``"auto"`` keeps ``mu sqrt(d)`` (the distance of the queries) near the

@@ -5,8 +5,8 @@ Three measurements, one command:
 
 1. **The per-iteration step is the gradient step.** The paper's iteration (``curvature="off"``,
    its settings ``K = 3``, ``N = 4``, ``mu = lambda = 0.1``, a fixed learning rate) on a
-   quadratic (``zovh_opt.problems.quadratic``) and on Rosenbrock, ``d = 1e3`` and ``1e4``: the cosine
-   between each step ``p`` and ``g / lambda``, ``g`` the gradient estimate (eq. (35)) of the
+   quadratic (``zovh_opt.problems.quadratic``) and on Rosenbrock, ``d = 1e3`` and ``1e4``: the
+   cosine between each step ``p`` and ``g / lambda``, ``g`` the gradient estimate (eq. (35)) of the
    same kept queries, over ``ITERATIONS`` iterations.
 2. **The learned model against the truth.** A default run on the diagonal quadratic with
    eigenvalues log-spaced in ``[1, 1e6]``, ``d = 1000``, ``x0 ~ N(0, I)``: the correlation of
@@ -25,10 +25,10 @@ from typing import Any
 
 import numpy as np
 
+from .. import problems
 from .._methods.zovh import PaperZoVH
 from .._minimize import minimize
 from .._optimizer import Optimizer
-from .. import problems
 from ._common import Report, fmt, pyplot, run_jobs
 
 NAME = "curvature"
@@ -115,7 +115,8 @@ def run(args: argparse.Namespace) -> int:
     report.text(
         '**1. The paper\'s step is g / lambda in high dimension.** `curvature="off"` at the '
         f"paper's K = 3, N = 4, mu = lambda = 0.1, {ITERATIONS} iterations from x0 ~ N(0, I) "
-        "(`zovh_opt.problems.quadratic`, the paper's, learning rate 1e-4 at d = 1000; Rosenbrock: 1e-7; both scaled by 1000 / d); "
+        "(`zovh_opt.problems.quadratic`, the paper's, learning rate 1e-4 at d = 1000; "
+        "Rosenbrock: 1e-7; both scaled by 1000 / d); "
         "cosine between the step p and the gradient estimate g of the same kept queries, over "
         "the iterations with a full history."
     )
