@@ -54,8 +54,9 @@ def test_only_the_adapter_imports_array_libraries():
     assert not offenders, offenders
 
 
+@pytest.mark.parametrize("rate", ["auto", 1e-6], ids=["curvature-model", "paper"])
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
-def test_namespace_dtype_device_follow_x0(backend, dtype):
+def test_namespace_dtype_device_follow_x0(backend, dtype, rate):
     xp = backend.xp
     x0 = backend.asarray(np.linspace(-1, 1, 16), dtype=dtype)
     received = []
@@ -64,19 +65,23 @@ def test_namespace_dtype_device_follow_x0(backend, dtype):
         received.append((type(x), x.dtype, x.shape))
         return rosenbrock(x)
 
-    res = zovh_opt.minimize(fun, x0, rng=0, options={"maxiter": 5, "learning_rate": 1e-6})
+    res = zovh_opt.minimize(fun, x0, rng=0, options={"maxiter": 5, "learning_rate": rate})
     assert all(r == (type(x0), x0.dtype, (16,)) for r in received)
-    for arr in (res.x, res.jac):
+    arrays = [res.x, res.jac]
+    if rate == "auto":  # the curvature model's diag(1/h)
+        arrays += [res.hess_inv.diagonal(), res.hess_inv @ x0]
+    for arr in arrays:
         assert type(arr) is type(x0) and arr.dtype == x0.dtype
         assert xp.__name__ == zovh_opt._backend.namespace_of(arr).__name__
     assert isinstance(res.fun, float)
 
 
-def test_trajectories_agree_across_cpu_backends(backend):
+@pytest.mark.parametrize("rate", ["auto", 1e-7], ids=["curvature-model", "paper"])
+def test_trajectories_agree_across_cpu_backends(backend, rate):
     """Rosenbrock d = 1000, fixed seed: the same run as NumPy up to rounding (rtol 1e-9 on x
     after 50 iterations; the arithmetic differs only in summation order inside BLAS calls)."""
     x0 = np.random.default_rng(1).standard_normal(1000)
-    opts = {"maxiter": 50, "learning_rate": 1e-7}
+    opts = {"maxiter": 50, "learning_rate": rate}
     ref = zovh_opt.minimize(rosenbrock, x0, rng=11, options=opts)
     if backend.name == "cupy" or getattr(backend.device, "type", "cpu") != "cpu":
         pytest.skip("GPU generators draw other directions than NumPy's")
