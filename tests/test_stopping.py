@@ -73,9 +73,10 @@ def test_ftol_stops_when_the_smoothed_decrease_is_below_it():
     def decrease_small(t):  # the rule, evaluated on the trace after iteration t (1-based)
         before = np.median(f[t - 2 * window : t - window])
         after = np.median(f[t - window : t])
-        # the floor is f's scale at the start: the first f estimate (here larger than the
-        # spread of the first batch's values, the other candidate)
-        return before - after <= 1e-2 * max(abs(before), abs(after), abs(f[0]))
+        # relative to the estimates; the floor, eps times f's scale at the start (the first
+        # f estimate, here larger than the spread of the first batch's values), is far below
+        floor = np.finfo(np.float64).eps * abs(f[0])
+        return before - after <= max(1e-2 * max(abs(before), abs(after)), floor)
 
     # checked at the end of each window of `window` iterations, medians of whole windows
     assert res.nit % window == 0 and decrease_small(res.nit)

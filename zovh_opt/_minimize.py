@@ -194,9 +194,11 @@ def minimize(
     ftol : float or "auto", default "auto"
         Stop with success when the median f estimate of the last ``ftol_window`` iterations
         is lower than that of the window before by at most ``ftol`` times the larger of their
-        magnitudes and the scale of f at ``x0``. ``"auto"``: 1e-12 with the step rule (the
-        estimates no longer decrease: converged, or at the noise floor), none with a fixed
-        rate. ``tol`` sets it.
+        magnitudes, or by less than the precision of f at ``x0`` (``eps`` of ``x0``'s dtype
+        times the scale of f there). The f estimate of an iteration is the mean of its values,
+        less the curvature model's smoothing bias for the default ``"zovh"``. ``"auto"``:
+        1e-12 with the step rule (the estimates no longer decrease: converged, or at the noise
+        floor), none with a fixed rate. ``tol`` sets it.
     ftol_window : int, optional
         Iterations per ``ftol`` window; by default those of ``2 d`` evaluations, at least 50.
     xtol : float or "auto", default "auto"

@@ -250,9 +250,9 @@ class Optimizer:
             self.options["ftol_window"] = max(
                 FTOL_WINDOW, math.ceil(2 * self._step.space.dim / self._step.points_per_iteration)
             )
+        self._eps = float(self.xp.finfo(x0.dtype).eps)  # the precision of x, and of f
         if self.options["xtol"] == "auto":
-            eps = float(self.xp.finfo(x0.dtype).eps)
-            self.options["xtol"] = XTOL_PER_SQRT_EPS * math.sqrt(eps) if adaptive else None
+            self.options["xtol"] = XTOL_PER_SQRT_EPS * math.sqrt(self._eps) if adaptive else None
 
         # x0's length scale for xtol; the step rule keeps its own
         self._x0_scale = None
@@ -660,7 +660,11 @@ class Optimizer:
             if failure is None:
                 if self._step.control is None and f_estimate < self._anchor[0]:
                     self._anchor = (f_estimate, self._step.x)  # steps make new arrays
-                self._step.tell(np.asarray(values, dtype=np.float64))  # checked floats
+                told = np.asarray(values, dtype=np.float64)  # checked floats
+                # the stopping rules read the method's f estimate (the curvature model's
+                # removes its smoothing bias, which grows as the model learns)
+                f_estimate = self._step.f_estimate(told)
+                self._step.tell(told)
             else:
                 self._step.discard()
         if failure is not None:
@@ -761,7 +765,11 @@ class Optimizer:
         if opts["ftol"] is not None and len(self._recent) == opts["ftol_window"]:
             before, after = self._previous_median, statistics.median(self._recent)
             self._recent, self._previous_median = [], after
-            if before - after <= opts["ftol"] * max(abs(before), abs(after), self._scale):
+            # relative to the estimates, as SciPy's ftol; below the precision of f at x0 no
+            # decrease is real (0.1.0 took ftol of that scale too, which stopped a run at
+            # f - f* = 1e-12 |f(x0)|, far above COCO's targets for |f(x0)| ~ 1e7)
+            floor = self._eps * self._scale
+            if before - after <= max(opts["ftol"] * max(abs(before), abs(after)), floor):
                 self.stop(
                     SUCCESS,
                     f"The median f estimate of the last {opts['ftol_window']} iterations was "

@@ -218,6 +218,13 @@ class AskTellMethod:
         self.nit += 1
         self.nfev += n
 
+    def f_estimate(self, values: Any) -> float:
+        """The estimate of ``f`` at the pending ask's centre from its ``values`` (NumPy
+        float64), which the step rule judges by: their mean, less the smoothing bias where the
+        method knows it. Call before ``tell``."""
+        listed = values.tolist()
+        return self._f_estimate(values, sum(listed) / len(listed))
+
     def _f_estimate(self, values: np.ndarray, mean: float) -> float:
         """The step rule's estimate of ``f`` at the batch's centre: the mean of its values
         (a method that knows their bias can remove it)."""
