@@ -13,7 +13,11 @@ Three tables:
    floats.
 2. **Fixed cost.** An affine fit ``a + b d`` of the driver's time per iteration over the
    dimensions up to 1e4: ``a`` is what every iteration costs whatever ``d``.
-3. **Per evaluation, against peers.** On a sphere at each ``--peer-dims`` dimension, the time
+3. **The curvature model.** The default ``zovh`` (``PreconditionedZoVH``, ``P`` pairs, here
+   with a fixed rate of 1 so that every iteration steps): one ``ask`` + ``tell``, beside its
+   floor in plain NumPy: ``P`` directions drawn in one call into a kept buffer, the ``2 P``
+   points ``x +- 0.1 u``, one axpy; timed interleaved, medians.
+4. **Per evaluation, against peers.** On a sphere at each ``--peer-dims`` dimension, the time
    each solver spends outside the objective per function evaluation, measured in the same run:
    ``zovh_opt.minimize`` (defaults, a fixed budget), pycma's sep-CMA-ES (``CMA_diagonal``) and
    SciPy's L-BFGS-B with finite differences.
@@ -136,6 +140,48 @@ def _peak_extra(d: int, K: int, N: int, storage: str, dtype: str) -> float:
     peak = tracemalloc.get_traced_memory()[1]
     tracemalloc.stop()
     return peak / x.nbytes - 1
+
+
+def _pairs_floor(d: int, P: int, dtype: str) -> Callable[[], Any]:
+    """Plain NumPy for ``P`` antithetic pairs: ``P`` directions drawn in one call into a kept
+    buffer, the ``2 P`` points as a new array, one axpy."""
+    rng = np.random.default_rng(0)
+    U = np.empty((P, d), dtype=dtype)
+    state = {"x": rng.standard_normal(d).astype(dtype)}
+
+    def work() -> None:
+        rng.standard_normal(dtype=np.dtype(dtype), out=U)
+        points = np.empty((2 * P, d), dtype=dtype)
+        np.multiply(U, 0.1, out=points[:P])
+        np.multiply(U, -0.1, out=points[P:])
+        points += state["x"]
+        del points
+        state["x"] = state["x"] - 1e-3 * U[0]
+
+    return work
+
+
+def curvature_table(args: argparse.Namespace) -> None:
+    from .._methods.zovh_preconditioned import default_pairs
+
+    print()
+    print("| backend | d | P | dtype | method us/it | floor us/it | method / floor |")
+    print("|---|---:|---:|---|---:|---:|---:|")
+    for backend in args.backends:
+        to_backend, sync = _backend(backend)
+        for d in (int(v) for v in args.dims):
+            P = default_pairs(d)
+            for dtype in args.dtypes:
+                x = to_backend(np.random.default_rng(0).standard_normal(d).astype(dtype))
+                opt = ZoVH(x, rng=0, curvature="diagonal", learning_rate=1.0)
+                values = np.random.default_rng(1).standard_normal(2 * P)
+                fns = [_pairs_floor(d, P, dtype), _stepper(opt, values, 3)]
+                floor, method = _interleaved(fns, sync, _repeat(d, args.repeat))
+                print(
+                    f"| {backend} | {d:.0e} | {P} | {dtype} | {1e6 * method:.1f} | "
+                    f"{1e6 * floor:.1f} | {method / floor:.2f} |",
+                    flush=True,
+                )
 
 
 def _repeat(d: int, requested: int) -> int:
@@ -280,6 +326,7 @@ def run(args: argparse.Namespace) -> int:
             torch.set_num_threads(1)
         rows = step_table(args)
         fixed_cost_table(rows)
+        curvature_table(args)
         if args.peer_dims:
             peer_table(args)
     return 0
