@@ -208,8 +208,12 @@ def test_step_benchmark_prints_its_tables(capsys):
     )
     assert step.run(args) == 0
     rows = [line for line in capsys.readouterr().out.splitlines() if line.startswith("| numpy")]
-    assert len(rows) == 3 * 2 + 2  # (d, storage) rows, then one fixed-cost row per storage
+    # (d, storage) rows, one fixed-cost row per storage, then one curvature-model row per d
+    assert len(rows) == 3 * 2 + 2 + 3
     for row in rows[:6]:
         cells = [c.strip() for c in row.strip("|").split("|")]
         assert all(float(c) > 0 for c in cells[5:9])
     assert all(float(row.split("|")[-2]) > 0 for row in rows[4:6])  # peak memory at d = 2e4
+    for row in rows[8:]:
+        cells = [c.strip() for c in row.strip("|").split("|")]
+        assert all(float(c) > 0 for c in cells[4:7])
