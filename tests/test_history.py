@@ -127,22 +127,17 @@ def test_every_method_keeps_a_non_default_device(method):
         assert res.jac.device == device
 
 
-@pytest.mark.parametrize("rate", [1e-9, "auto"])
-def test_steady_state_memory_of_an_iteration(rate):
-    """Through the driver, a run holds at most (N K + K + 3) d floats beyond the caller's x0 at
-    any moment of a steady-state iteration: the ring of directions, the query points, the
-    iterate, the best point and the anchor (fixed rate) or the step rule's centre
-    (tracemalloc counts NumPy's allocations exactly)."""
-    d, N, K = 100_000, 4, 3
-    x0 = np.random.default_rng(0).standard_normal(d)
+def memory_of_a_run(x0, options, warmup):
+    """Floats of ``x0``'s size that a driven run holds after ``warmup`` iterations, and the
+    bytes at its peak during the next three (tracemalloc counts NumPy's allocations exactly).
+    The values are computed without d-sized temporaries."""
 
     def values(points):
-        return [float(points[i] @ points[i]) for i in range(points.shape[0])]  # no d-arrays
+        return [float(points[i] @ points[i]) for i in range(points.shape[0])]
 
     tracemalloc.start()
-    options = {"learning_rate": rate, "curvature": "off", "maxiter": 100}
-    opt = zovh_opt.Optimizer(x0, rng=0, options=options)
-    for _ in range(N + 2):
+    opt = zovh_opt.Optimizer(x0, rng=0, options={**options, "maxiter": 100})
+    for _ in range(warmup):
         opt.tell(values(opt.ask()))
     held = tracemalloc.get_traced_memory()[0] / x0.nbytes
     tracemalloc.reset_peak()
@@ -150,6 +145,17 @@ def test_steady_state_memory_of_an_iteration(rate):
         opt.tell(values(opt.ask()))
     peak = tracemalloc.get_traced_memory()[1]
     tracemalloc.stop()
+    return held, peak
+
+
+@pytest.mark.parametrize("rate", [1e-9, "auto"])
+def test_steady_state_memory_of_an_iteration(rate):
+    """Through the driver, a run holds at most (N K + K + 3) d floats beyond the caller's x0 at
+    any moment of a steady-state iteration: the ring of directions, the query points, the
+    iterate, the best point and the anchor (fixed rate) or the step rule's centre."""
+    d, N, K = 100_000, 4, 3
+    x0 = np.random.default_rng(0).standard_normal(d)
+    held, peak = memory_of_a_run(x0, {"learning_rate": rate, "curvature": "off"}, N + 2)
     assert held > N * K  # the ring is counted...
     bound = (N * K + K + 3) * x0.nbytes + 64 * 1024  # plus small objects (trace, Gram...)
     assert peak <= bound, peak / x0.nbytes  # ...and the peak stays within the bound
@@ -163,21 +169,7 @@ def test_memory_of_an_iteration_with_the_curvature_model(rate):
     d = 100_000
     P = default_pairs(d)
     x0 = np.random.default_rng(0).standard_normal(d)
-
-    def values(points):
-        return [float(points[i] @ points[i]) for i in range(points.shape[0])]
-
-    tracemalloc.start()
-    options = {"learning_rate": rate, "curvature": "diagonal", "maxiter": 100}
-    opt = zovh_opt.Optimizer(x0, rng=0, options=options)
-    for _ in range(6):
-        opt.tell(values(opt.ask()))
-    held = tracemalloc.get_traced_memory()[0] / x0.nbytes
-    tracemalloc.reset_peak()
-    for _ in range(3):
-        opt.tell(values(opt.ask()))
-    peak = tracemalloc.get_traced_memory()[1]
-    tracemalloc.stop()
+    held, peak = memory_of_a_run(x0, {"learning_rate": rate, "curvature": "diagonal"}, 6)
     assert held <= 8  # x, the centre or best point, the model, the step, the last whitening
     assert peak <= (4 * P + 8) * x0.nbytes + 64 * 1024, peak / x0.nbytes
 

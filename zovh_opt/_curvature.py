@@ -31,6 +31,7 @@ from typing import Any
 from array_api_compat import device as _device
 
 from ._backend import ArraySpace, namespace_of
+from .estimators import SymmetricOperator
 
 SHAPE_RATE = 0.05  # beta: learning rate of the model's shape (log h per iteration)
 SCALE_RATE = 0.5  # of its overall scale
@@ -104,7 +105,7 @@ class DiagonalCurvature:
         self._refresh()
 
 
-class DiagonalOperator:
+class DiagonalOperator(SymmetricOperator):
     """``diag(v)`` as a linear operator with the interface of `InverseHessianOperator`.
 
     ``v`` stays in its namespace and on its device; ``scipy.sparse.linalg.aslinearoperator``
@@ -134,31 +135,9 @@ class DiagonalOperator:
             return xp.reshape(self.matvec(xp.reshape(v, (-1,))), (-1, 1))
         return self._v * v
 
-    rmatvec = matvec
-
     def matmat(self, V: Any) -> Any:
         """Return ``A @ V`` for ``V`` of shape ``(d, n)``."""
         return self._v[:, None] * V
-
-    rmatmat = matmat
-
-    def __matmul__(self, other: Any) -> Any:
-        return self.matvec(other) if other.ndim == 1 else self.matmat(other)
-
-    def dot(self, other: Any) -> Any:
-        """Same as ``self @ other``."""
-        return self @ other
-
-    @property
-    def T(self) -> DiagonalOperator:
-        """The transpose, which is the operator itself."""
-        return self
-
-    def adjoint(self) -> DiagonalOperator:
-        """The adjoint, which is the operator itself."""
-        return self
-
-    H = T
 
     def todense(self) -> Any:
         """Return the dense ``(d, d)`` array (costs :math:`O(d^2)` memory)."""

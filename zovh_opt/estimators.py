@@ -567,7 +567,44 @@ def decoupled_coefficients(
     return xp.concat([hess_coef, grad_coef / lam])
 
 
-class InverseHessianOperator:
+class SymmetricOperator:
+    """The SciPy ``LinearOperator`` interface of a symmetric operator from its ``matvec`` and
+    ``matmat``: ``@``, ``dot``, the transpose and the adjoint (the operator itself)."""
+
+    def matvec(self, v: Any) -> Any:
+        raise NotImplementedError
+
+    def matmat(self, V: Any) -> Any:
+        raise NotImplementedError
+
+    def rmatvec(self, v: Any) -> Any:
+        """``A^T v = A v``."""
+        return self.matvec(v)
+
+    def rmatmat(self, V: Any) -> Any:
+        """``A^T V = A V``."""
+        return self.matmat(V)
+
+    def __matmul__(self, other: Any) -> Any:
+        return self.matvec(other) if other.ndim == 1 else self.matmat(other)
+
+    def dot(self, other: Any) -> Any:
+        """Same as ``self @ other``."""
+        return self @ other
+
+    @property
+    def T(self) -> SymmetricOperator:
+        """The transpose, which is the operator itself."""
+        return self
+
+    def adjoint(self) -> SymmetricOperator:
+        """The adjoint, which is the operator itself."""
+        return self
+
+    H = T
+
+
+class InverseHessianOperator(SymmetricOperator):
     r"""The regularised inverse-Hessian estimate :math:`I/\lambda - U^T C U` as a linear operator.
 
     It has the interface of ``scipy.sparse.linalg.LinearOperator`` (``shape``, ``dtype``,
@@ -614,33 +651,11 @@ class InverseHessianOperator:
             return xp.reshape(self.matvec(xp.reshape(v, (-1,))), (-1, 1))
         return v / self._lam - self._rows.combine(self._C @ self._rows.dot(v))
 
-    rmatvec = matvec  # the operator is symmetric
-
     def matmat(self, V: Any) -> Any:
         """Return ``A @ V`` for ``V`` of shape ``(d, n)``."""
         xp = namespace_of(V)
         cols = [self.matvec(V[:, j]) for j in range(V.shape[1])]
         return xp.stack(cols, axis=1)
-
-    rmatmat = matmat
-
-    def __matmul__(self, other: Any) -> Any:
-        return self.matvec(other) if other.ndim == 1 else self.matmat(other)
-
-    def dot(self, other: Any) -> Any:
-        """Same as ``self @ other``."""
-        return self @ other
-
-    @property
-    def T(self) -> InverseHessianOperator:
-        """The transpose, which is the operator itself."""
-        return self
-
-    def adjoint(self) -> InverseHessianOperator:
-        """The adjoint, which is the operator itself."""
-        return self
-
-    H = T
 
     def todense(self) -> Any:
         """Return the dense ``(d, d)`` array (for analysis; costs :math:`O(d^2)` memory)."""
