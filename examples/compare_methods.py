@@ -7,7 +7,7 @@ against the evaluations spent, from ``res.trace`` (the mean of each iteration's 
 running minimum, because the step rule's rejected trial steps raise single iterations'
 means, and ``res.fun``, printed, is the lowest value seen).
 
-Run:  python examples/compare_methods.py                   (about 12 s; writes compare_methods.png)
+Run:  python examples/compare_methods.py                   (about 10 s; writes compare_methods.png)
       python examples/compare_methods.py --quick --out /tmp/compare.png    (about 2 s, for CI)
 Needs matplotlib.
 """

@@ -5,7 +5,7 @@ a cluster. It runs ZoVH by ask/tell, stops half way as if the process had been k
 from the checkpoint and checks that the resumed run ends exactly where an uninterrupted one
 does.
 
-Run:  python examples/resume_from_checkpoint.py            (30000 evaluations, about 5 s)
+Run:  python examples/resume_from_checkpoint.py            (30000 evaluations, about 2 s)
       python examples/resume_from_checkpoint.py --quick    (3000, about 1 s, for CI)
 """
 

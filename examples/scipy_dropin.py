@@ -6,9 +6,9 @@ The objective is a shifted quadratic in d = 20 whose unconstrained minimum lies 
 (and once through ``zovh_opt.minimize``, whose signature is SciPy's); ``jac`` is passed as a
 gradient-based script would, and the derivative-free methods warn that they do not use it (the
 script silences that warning). It logs every point each run evaluates and checks that all lie
-in the box. ZoVH also warns that d = 20 is small for its diagonal inverse; it still converges.
+in the box.
 
-Run:  python examples/scipy_dropin.py            (about 1.5 s)
+Run:  python examples/scipy_dropin.py            (about 1 s)
       python examples/scipy_dropin.py --quick    (the same: the run is short)
 """
 
