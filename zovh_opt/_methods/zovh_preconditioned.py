@@ -11,6 +11,7 @@ import numpy as np
 from .. import estimators
 from .._curvature import DiagonalCurvature, DiagonalOperator
 from .._step_size import INITIAL_STEP, length_scale
+from ._base import GradientStepMethod
 from .zovh import PAPER_ONLY, ZoVH
 
 
@@ -20,7 +21,7 @@ def default_pairs(dim: int) -> int:
     return max(2, (4 + int(3 * math.log(dim))) // 2) if dim > 1 else 2
 
 
-class PreconditionedZoVH(ZoVH):
+class PreconditionedZoVH(ZoVH, GradientStepMethod):
     r"""ZoVH whose curvature is a diagonal model learned across iterations (the default).
 
     With the model :math:`h \approx \operatorname{diag}(\nabla^2 f)` and the whitening
@@ -61,6 +62,7 @@ class PreconditionedZoVH(ZoVH):
     """
 
     rate_ceiling = 1.0  # the direction is the model's full step
+    direction_is_gradient = False  # `estimates` gives the gradient from it
 
     def __init__(self, x0: Any, *, rng: Any = None, **options: Any) -> None:
         super().__init__(x0, rng=rng, **options)  # checks every option's value
@@ -84,26 +86,21 @@ class PreconditionedZoVH(ZoVH):
             self._first_step = self.control.step_length
         self.model = DiagonalCurvature(self.space)
         self._whitened = None  # s * u_m of the pending ask, the points' directions
-        self._sq_norms = None  # |u_m|^2 of the pending ask (host)
-        self._direction = None  # the step p of the latest tell
-        self._direction_norm = 0.0
-        self._gradient_scale = None  # (s, c) that p was formed with, for `jac`
+        # |u_m|^2 of the pending ask: on the device, then on the host when first needed
+        self._sq_norms, self._host_norms = None, None
+        self._gradient_scale = None  # (s, c) that the direction was formed with, for `jac`
 
     @property
     def points_per_iteration(self) -> int:
         return 2 * self.n_directions
 
-    @property
-    def direction_norm(self) -> float:
-        return self._direction_norm
-
     def _prepare(self) -> None:
         self._whiten(self._draw(self.n_directions))
 
     def _whiten(self, U: Any) -> None:
-        """Take the drawn rows ``U`` as the pending ask's: their squared norms to the host,
-        then ``U`` becomes ``s * U`` in place (the points' directions)."""
-        self._sq_norms = self.space.to_host(self.xp.vecdot(U, U))
+        """Take the drawn rows ``U`` as the pending ask's: their squared norms, then ``U``
+        becomes ``s * U`` in place (the points' directions)."""
+        self._sq_norms = self.xp.vecdot(U, U)  # to the host at the tell, with the values
         s = self.model.whitening
         if s is not None:
             U *= s
@@ -111,6 +108,12 @@ class PreconditionedZoVH(ZoVH):
 
     def _layout(self) -> tuple[Any, tuple[float, ...], bool]:
         return self._whitened, (self.smoothing, -self.smoothing), False
+
+    def _norms(self) -> Any:
+        """``|u_m|^2`` of the pending ask on the host (one small copy per iteration)."""
+        if self._host_norms is None:
+            self._host_norms = self.space.to_host(self._sq_norms)
+        return self._host_norms
 
     def _start(self, values: Any) -> None:
         """Set the model's scale so that the first step (rate 1) is ``0.1 l`` long; no start
@@ -127,13 +130,13 @@ class PreconditionedZoVH(ZoVH):
             if not self.model.ready:
                 return mean
         mu = self.smoothing
-        return mean - 0.5 * mu * mu * self.model.curvature * float(self._sq_norms.mean())
+        return mean - 0.5 * mu * mu * self.model.curvature * float(self._norms().mean())
 
     def _tell(self, values: Any, *, direction: bool = True) -> None:
         if not self.model.ready:
             self._start(values)
         if not self.model.ready:
-            self._direction, self._direction_norm = None, 0.0
+            self._direction = None
             self._clear_pending()
             return
         P, d, mu = self.n_directions, self.space.dim, self.smoothing
@@ -141,13 +144,12 @@ class PreconditionedZoVH(ZoVH):
         plus, minus = values[:P], values[P:]
         with np.errstate(over="ignore", invalid="ignore"):
             coefficients = (plus - minus) / (2 * mu) / (c * (d + P + 1))
-            r = estimators.pair_residuals(plus, minus, self._sq_norms, mu, c)
+            r = estimators.pair_residuals(plus, minus, self._norms(), mu, c)
         if not np.isfinite(coefficients).all():  # values too large to difference
             direction = False
-            self._direction, self._direction_norm = None, 0.0
+            self._direction = None
         if direction:
             self._direction = self.space.from_host(coefficients) @ self._whitened
-            self._direction_norm = float(self.xp.linalg.vector_norm(self._direction))
             self._gradient_scale = (self.model.whitening, c)
         if not np.isfinite(r).all():
             self._clear_pending()
@@ -160,11 +162,7 @@ class PreconditionedZoVH(ZoVH):
         self._clear_pending()
 
     def _clear_pending(self) -> None:
-        self._whitened, self._sq_norms = None, None
-
-    def _move(self, learning_rate: float) -> None:
-        if self._direction is not None:
-            self._x = self._x - learning_rate * self._direction
+        self._whitened, self._sq_norms, self._host_norms = None, None, None
 
     def discard(self) -> None:
         super().discard()
@@ -173,7 +171,7 @@ class PreconditionedZoVH(ZoVH):
     def _discard_all(self) -> None:
         super()._discard_all()
         self._clear_pending()
-        self._direction, self._direction_norm, self._gradient_scale = None, 0.0, None
+        self._gradient_scale = None
 
     def estimates(self) -> dict[str, Any]:
         """``jac``: the latest gradient estimate; ``hess_inv``: the model's ``diag(1/h)``."""
@@ -193,8 +191,6 @@ class PreconditionedZoVH(ZoVH):
         return {
             **super().state(),
             "model": self.model.state(),
-            "direction": self._direction,
-            "direction_norm": self._direction_norm,
             "gradient_whitening": None if scale is None else scale[0],
             "gradient_curvature": math.nan if scale is None else scale[1],
         }
@@ -202,8 +198,6 @@ class PreconditionedZoVH(ZoVH):
     def load_state(self, state: dict[str, Any]) -> None:
         super().load_state(state)
         self.model.load_state(state["model"])
-        self._direction = self._vector(state["direction"])
-        self._direction_norm = float(state["direction_norm"])
         whitening = self._vector(state["gradient_whitening"])
         curvature = float(state["gradient_curvature"])
         self._gradient_scale = None if whitening is None else (whitening, curvature)
