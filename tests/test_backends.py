@@ -78,15 +78,17 @@ def test_namespace_dtype_device_follow_x0(backend, dtype, rate):
 
 @pytest.mark.parametrize("rate", ["auto", 1e-7], ids=["curvature-model", "paper"])
 def test_trajectories_agree_across_cpu_backends(backend, rate):
-    """Rosenbrock d = 1000, fixed seed: the same run as NumPy up to rounding (rtol 1e-9 on x
-    after 50 iterations; the arithmetic differs only in summation order inside BLAS calls)."""
+    """Rosenbrock d = 1000, fixed seed: the same run as NumPy up to rounding (x within 1e-9
+    of its largest entry after 50 iterations, entry by entry; the arithmetic differs only in
+    summation order inside BLAS calls)."""
     x0 = np.random.default_rng(1).standard_normal(1000)
     opts = {"maxiter": 50, "learning_rate": rate}
     ref = zovh_opt.minimize(rosenbrock, x0, rng=11, options=opts)
     if backend.name == "cupy" or getattr(backend.device, "type", "cpu") != "cpu":
         pytest.skip("GPU generators draw other directions than NumPy's")
     res = zovh_opt.minimize(rosenbrock, backend.asarray(x0), rng=11, options=opts)
-    np.testing.assert_allclose(backend.to_numpy(res.x), ref.x, rtol=1e-9)
+    scale = float(np.max(np.abs(ref.x)))
+    np.testing.assert_allclose(backend.to_numpy(res.x), ref.x, rtol=1e-9, atol=1e-9 * scale)
     assert abs(res.fun - ref.fun) <= 1e-9 * abs(ref.fun)
 
 

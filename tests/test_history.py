@@ -9,8 +9,7 @@ import pytest
 
 import zovh_opt
 from zovh_opt import ZOAR, ZoVH
-from zovh_opt._backend import ArraySpace, DirectionSource
-from zovh_opt._history import COLUMN_CHUNK
+from zovh_opt._backend import STREAM_COLUMNS, ArraySpace, DirectionSource
 from zovh_opt._methods.zovh_preconditioned import default_pairs
 from zovh_opt.problems import rosenbrock
 
@@ -28,8 +27,28 @@ def test_a_block_is_the_same_bits_whenever_and_wherever_it_is_drawn():
     assert not np.array_equal(first[0], DirectionSource(8).draw(0, 3, space))
 
 
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_a_span_of_columns_is_drawn_alone_with_the_bits_of_its_block(dtype):
+    """Any span that starts a stream, drawn alone into a strided array, equals those columns
+    of the whole block; other spans are refused."""
+    d = 2 * STREAM_COLUMNS + 5
+    space = ArraySpace(np.zeros(d, dtype=dtype))
+    source = DirectionSource(3)
+    whole = source.draw(4, 3, space)
+    assert whole.dtype == dtype
+    for j in range(3):
+        span = slice(j * STREAM_COLUMNS, min((j + 1) * STREAM_COLUMNS, d))
+        into = np.zeros((3, STREAM_COLUMNS + 7), dtype=dtype)[:, : span.stop - span.start]
+        DirectionSource(3).fill_columns(4, into, span.start)
+        assert np.array_equal(into, whole[:, span])
+    assert not np.array_equal(whole[:, :5], whole[:, STREAM_COLUMNS : STREAM_COLUMNS + 5])
+    with pytest.raises(ValueError, match="multiple of"):
+        source.fill_columns(4, np.empty((3, 10), dtype=dtype), 1)
+
+
 def test_blocks_are_standard_normal():
-    """Mean, variance and correlation of adjacent blocks within 5 standard errors."""
+    """Mean, variance, and correlation of adjacent rows and of a row's streams within 5
+    standard errors."""
     space = ArraySpace(np.zeros(20000))
     source = DirectionSource(0)
     U = np.concatenate([source.draw(k, 5, space) for k in range(20)])  # 2e6 numbers
@@ -39,11 +58,14 @@ def test_blocks_are_standard_normal():
     rows = U.shape[0]
     corr = np.mean(U[:-1] * U[1:])  # adjacent rows, also across block boundaries
     assert abs(corr) < 5 / np.sqrt(n * (rows - 1) / rows)
+    tail = U.shape[1] - STREAM_COLUMNS  # the second stream of each row against the first's start
+    corr = np.mean(U[:, :tail] * U[:, STREAM_COLUMNS:])
+    assert abs(corr) < 5 / np.sqrt(rows * tail)
 
 
 @pytest.mark.parametrize("storage", ["vectors", "seeds"])
 @pytest.mark.parametrize(
-    "product, d", [("shared", 300), ("decoupled", 300), ("shared", 2 * COLUMN_CHUNK + 3)]
+    "product, d", [("shared", 300), ("decoupled", 300), ("shared", 2 * STREAM_COLUMNS + 3)]
 )
 def test_the_host_gram_matrix_is_that_of_the_kept_directions(storage, product, d):
     """After every iteration, G equals U U^T of the history's directions, drawn again
@@ -67,7 +89,7 @@ def test_the_host_gram_matrix_is_that_of_the_kept_directions(storage, product, d
         np.testing.assert_array_equal(opt.queries.values(), np.concatenate(told[-N:]))
 
 
-@pytest.mark.parametrize("d", [7, 64, 1000, 4099, 2 * COLUMN_CHUNK + 3])
+@pytest.mark.parametrize("d", [7, 64, 1000, 4099, 2 * STREAM_COLUMNS + 3])
 @pytest.mark.parametrize(
     "method, options",
     [
