@@ -123,8 +123,16 @@ def to_host_floats(values: Any, what: str) -> list[float]:
     One device-to-host copy for GPU arrays. Raises ``TypeError`` for non-real entries and
     ``ValueError`` for arrays that are not one-dimensional; ``what`` names ``values``.
     """
+    # the common cases first, without a namespace lookup: NumPy, and CPU PyTorch floats
     if type(values) is np.ndarray and values.ndim == 1 and values.dtype.kind in "fiu":
-        return values.tolist()  # the common case, without a namespace lookup
+        return values.tolist()
+    if (
+        array_api_compat.is_torch_array(values)
+        and values.ndim == 1
+        and values.dtype.is_floating_point
+        and values.device.type == "cpu"
+    ):
+        return values.tolist()
     if array_api_compat.is_array_api_obj(values):
         xp = array_api_compat.array_namespace(values)
         if values.ndim != 1:
