@@ -184,6 +184,20 @@ def test_steady_state_memory_of_an_iteration(rate):
 
 
 @pytest.mark.parametrize("rate", [1e-3, "auto"])
+def test_seeds_storage_holds_one_block_beyond_the_iterates(rate):
+    """With ``directions="seeds"`` a run holds the newest block's K directions and the driver's
+    3 vectors between iterations, whatever N, and at its peak also the next block, its K
+    points and the scratch span of every slot (N K x STREAM_COLUMNS numbers)."""
+    d, N, K = 100_000, 4, 3
+    x0 = np.random.default_rng(0).standard_normal(d)
+    options = {"learning_rate": rate, "curvature": "off", "history": N, "directions": "seeds"}
+    held, peak = memory_of_a_run(x0, options, N + 2)
+    assert held <= K + 3 + 0.1, held
+    scratch = N * K * STREAM_COLUMNS * x0.itemsize
+    assert peak <= (2 * K + 3) * x0.nbytes + scratch + 64 * 1024, peak / x0.nbytes
+
+
+@pytest.mark.parametrize("rate", [1e-3, "auto"])
 def test_memory_of_an_iteration_with_the_curvature_model(rate):
     """The default ZoVH holds its model and a few vectors between iterations, and at most
     (4 P + 8) d floats during one: the P directions (whitened and squared in place), the
