@@ -11,7 +11,7 @@ import pytest
 
 import zovh_opt
 from zovh_opt import ZoVH, estimators
-from zovh_opt._curvature import SCALE_RATE, SHAPE_RATE
+from zovh_opt._curvature import SCALE_RATE, SHAPE_RATE, DiagonalOperator
 from zovh_opt._methods.zovh import PaperZoVH
 from zovh_opt._methods.zovh_preconditioned import PreconditionedZoVH, default_pairs
 
@@ -197,3 +197,22 @@ def test_the_paper_iteration_is_unchanged_with_a_float_rate():
         f, x0, rng=0, options={"learning_rate": 1e-3, "maxiter": 50, "curvature": "off"}
     )
     assert np.array_equal(a.x, b.x) and a.nfev == b.nfev == 50 * 3 + 1
+
+
+def test_auto_runs_the_paper_iteration_on_a_budget_below_20_d(tmp_path):
+    """``curvature="auto"`` with the step rule: the model from a budget of 20 d evaluations
+    on (and with the default budget), the paper's iteration below it; an explicit choice is
+    kept whatever the budget, and a checkpoint keeps the choice made."""
+    d = 100
+    x0 = np.linspace(-1, 1, d)
+    for maxfev, model in [(20 * d - 1, False), (20 * d, True), (None, True)]:
+        options = {"maxiter": 3} if maxfev is None else {"maxiter": 3, "maxfev": maxfev}
+        res = zovh_opt.minimize(lambda x: float(x @ x), x0, rng=0, options=options)
+        assert isinstance(res.hess_inv, DiagonalOperator) is model, maxfev
+    small = {"maxfev": 10 * d, "curvature": "diagonal"}
+    assert isinstance(zovh_opt.Optimizer(x0, rng=0, options=small)._step, PreconditionedZoVH)
+    opt = zovh_opt.Optimizer(x0, rng=0, options={"maxfev": 10 * d})
+    assert isinstance(opt._step, PaperZoVH)
+    opt.tell([float(p @ p) for p in opt.ask()])
+    opt.save(tmp_path / "run.npz")
+    assert isinstance(zovh_opt.Optimizer.load(tmp_path / "run.npz")._step, PaperZoVH)

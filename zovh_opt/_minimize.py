@@ -134,9 +134,12 @@ def minimize(
         paper's Hessian estimator (eq. (9)) on ``P`` antithetic pairs per iteration whitens
         the queries, and the step is the model's Newton step for the central-difference
         gradient (the theory page, *The curvature model*). ``"off"``: the paper's
-        Algorithm 1. ``"auto"``: ``"diagonal"`` with ``learning_rate="auto"``, ``"off"`` with a
-        float learning rate. The options ``regularization``, ``history``, ``product`` and
-        ``inverse`` belong to ``"off"``.
+        Algorithm 1. ``"auto"``: ``"diagonal"`` with ``learning_rate="auto"`` and a budget
+        ``maxfev`` of at least ``20 d`` evaluations (the default budget is ``1000 d``),
+        ``"off"`` with a float learning rate or a smaller budget, where the paper's iteration,
+        3 evaluations per step with 12 directions reused, ends lower (the user guide's page
+        *Tuning*). The options ``regularization``, ``history``, ``product`` and ``inverse``
+        belong to ``"off"``.
     learning_rate : float or "auto", default "auto"
         ``"auto"``: the parameter-free step rule (the user guide's page *Step size*).
         Each step ``x <- c - eta * p`` from the last accepted point ``c`` is judged by the mean
