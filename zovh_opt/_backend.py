@@ -436,8 +436,10 @@ class DirectionSource:
         """Columns ``start`` to ``start + out.shape[1]`` of the first ``out.shape[0]`` rows of
         block ``block``, written into the NumPy array ``out`` (CPU blocks only).
 
-        ``start`` is a multiple of `STREAM_COLUMNS`: any column span that begins at a stream's
-        first column can be drawn alone, bit for bit as in the whole block.
+        The columns are whole streams: ``start`` is a multiple of `STREAM_COLUMNS`, and
+        ``out.shape[1]`` too unless the span ends at the block's last column (a stream fills
+        its rows one after the other, so a stream cut short would shift them). Drawn alone,
+        they have the bits they have in the whole block.
         """
         if start % STREAM_COLUMNS:
             raise ValueError(f"start must be a multiple of {STREAM_COLUMNS}, got {start}")
