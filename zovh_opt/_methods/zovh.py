@@ -49,6 +49,8 @@ class ZoVH(AskTellMethod):
 
     ``"auto"`` (the default) is ``"diagonal"`` with the step rule ``learning_rate="auto"`` and
     ``"off"`` with a float learning rate: a float rate runs the paper's algorithm exactly.
+    `zovh_opt.minimize` and `zovh_opt.Optimizer`, which know the budget, also take ``"off"``
+    for ``"auto"`` when ``maxfev`` is below ``20 d`` (`curvature_for_budget`).
     Both are instances of this class. The options ``history``, ``regularization``,
     ``product`` and ``inverse`` belong to the paper's iteration; with the curvature model they
     raise ``ValueError``.
