@@ -212,13 +212,12 @@ class QueryHistory:
         )
         for s in range(self.slots):
             rows = out[s * w : (s + 1) * w]
-            if s in self._order and (s == pending_slot or self._ring is None):
-                if self._recent is not None and self._recent[0] == s:
-                    rows[...] = self._recent[1][:, span]
-                else:
+            if s in self._order:
+                held = self._held(s)
+                if held is None:
                     self.source.fill_columns(self._blocks[s], rows, span.start)
-            elif s in self._order:
-                rows[...] = self._ring[s * w : (s + 1) * w, span]
+                else:
+                    rows[...] = held[:, span]
             elif s == pending_slot:
                 rows[...] = pending_rows[:, span]
             else:
@@ -269,11 +268,20 @@ class QueryHistory:
             self._pending = (slot, block, rows)
 
     def rows(self, slot: int) -> Any:
-        """The ``(width, d)`` directions held in physical ``slot``."""
+        """The ``(width, d)`` directions of the block kept in physical ``slot``."""
+        held = self._held(slot)
+        if held is None:
+            return self.source.draw(self._blocks[slot], self.width, self.space)
+        return held
+
+    def _held(self, slot: int) -> Any:
+        """The directions of the block kept in ``slot`` where they are in memory (the newest
+        block with ``"seeds"``, the ring with ``"vectors"`` unless the pending block was drawn
+        over them), else None: they are to be drawn again."""
         if self._recent is not None and self._recent[0] == slot:
             return self._recent[1]
         if self._ring is None or (self._pending is not None and self._pending[0] == slot):
-            return self.source.draw(self._blocks[slot], self.width, self.space)
+            return None
         w = self.width
         return self._ring[slot * w : (slot + 1) * w, ...]
 

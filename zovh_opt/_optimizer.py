@@ -25,7 +25,6 @@ from ._bounds import box_of
 from ._checkpoint import CheckpointError
 from ._interrupts import deferred_interrupts
 from ._methods import METHODS
-from ._methods.zovh import curvature_for_budget
 from ._options import (
     Option,
     boolean,
@@ -242,10 +241,9 @@ class Optimizer:
         self.xp = namespace_of(x0)
         self._cls = cls
         self._seeds = DirectionSource(rng)
-        if method == "zovh":  # "auto": the paper's iteration for a budget below 20 d
-            self._method_options = curvature_for_budget(
-                self._method_options, x0.shape[0], self.options["maxfev"]
-            )
+        self._method_options = cls.options_for_budget(
+            self._method_options, x0.shape[0], self.options["maxfev"]
+        )
         self._step = cls(x0, rng=self._seeds, **self._method_options)  # validates; copies x0
         # the tolerances stop the step rule "auto"; a fixed rate runs to its budget unless given
         adaptive = self._step.control is not None

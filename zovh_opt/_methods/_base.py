@@ -58,6 +58,15 @@ class AskTellMethod:
         "smoothing": Option("auto", positive_or_auto),
     }
 
+    @classmethod
+    def options_for_budget(
+        cls, options: dict[str, Any], dim: int, maxfev: int | None
+    ) -> dict[str, Any]:
+        """The options to run with when the run's budget is known (`zovh_opt.Optimizer`
+        asks before it builds the method): ``options`` themselves, unless a method's
+        ``"auto"`` choices depend on the budget."""
+        return options
+
     def __init__(self, x0: Any, *, rng: Any = None, **options: Any) -> None:
         """Validate ``options``, start at ``x0`` and draw directions from ``rng``.
 

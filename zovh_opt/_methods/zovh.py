@@ -50,7 +50,7 @@ class ZoVH(AskTellMethod):
     ``"auto"`` (the default) is ``"diagonal"`` with the step rule ``learning_rate="auto"`` and
     ``"off"`` with a float learning rate: a float rate runs the paper's algorithm exactly.
     `zovh_opt.minimize` and `zovh_opt.Optimizer`, which know the budget, also take ``"off"``
-    for ``"auto"`` when ``maxfev`` is below ``20 d`` (`curvature_for_budget`).
+    for ``"auto"`` when ``maxfev`` is below ``20 d`` (`options_for_budget`).
     Both are instances of this class. The options ``history``, ``regularization``,
     ``product`` and ``inverse`` belong to the paper's iteration; with the curvature model they
     raise ``ValueError``.
@@ -87,6 +87,14 @@ class ZoVH(AskTellMethod):
         if cls is ZoVH:
             cls = PaperZoVH if _curvature_of(options) == "off" else _preconditioned()
         return super().__new__(cls)
+
+    @classmethod
+    def options_for_budget(
+        cls, options: dict[str, Any], dim: int, maxfev: int | None
+    ) -> dict[str, Any]:
+        """``curvature="off"`` for ``"auto"`` below ``20 d`` evaluations
+        (`curvature_for_budget`)."""
+        return curvature_for_budget(options, dim, maxfev)
 
 
 # Below this many evaluations per dimension "auto" runs the paper's iteration: each of its
