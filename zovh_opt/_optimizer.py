@@ -335,6 +335,13 @@ class Optimizer:
         """Length of the latest step."""
         return self._step.step_norm
 
+    def _iteration_budget(self) -> int:
+        """The iterations the run can take: ``maxiter``, or as many as ``maxfev`` pays for
+        (for the ``disp`` table and the progress bar)."""
+        maxiter = self.options["maxiter"]
+        per_iteration = math.ceil(self.options["maxfev"] / self._step.points_per_iteration)
+        return per_iteration if maxiter is None else min(maxiter, per_iteration)
+
     def ask(self) -> Any:
         """The next points to evaluate, a new ``(n_points, d)`` array like ``x0``."""
         self._open()

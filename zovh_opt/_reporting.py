@@ -56,7 +56,7 @@ class Progress:
     every : int
         Print a row every ``every`` iterations; 0: print nothing; -1: about 20 rows a run.
     bar : bool
-        Show a tqdm progress bar over ``maxiter`` iterations (needs ``tqdm``).
+        Show a tqdm progress bar over the run's iterations (needs ``tqdm``).
     optimizer : Optimizer
         The run, for its options.
     """
@@ -64,7 +64,7 @@ class Progress:
     HEADER = f"{'nit':>8} {'nfev':>10} {'f estimate':>13} {'step norm':>10} {'lr':>9} {'time s':>8}"
 
     def __init__(self, every: int, bar: bool, optimizer: Any) -> None:
-        maxiter = optimizer.options["maxiter"]
+        maxiter = optimizer._iteration_budget()
         self.every = max(1, maxiter // 20) if every < 0 else every
         self.restarts = len(optimizer.restarts)
         self.printed_header = False
