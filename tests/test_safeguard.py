@@ -133,3 +133,21 @@ def test_auto_fails_cleanly_when_the_objective_is_never_finite():
     n = 2 * default_pairs(50)  # points per iteration
     assert res.nfev == 6 * 10 * n + 1 and np.all(np.isfinite(res.x))
     assert [r["cause"] for r in res.restarts] == ["non-finite values"] * 5
+
+
+def rugged(x):
+    """Ripples of period 0.1 on a shallow bowl: at the first scale of x0 ~ U(-1, 1)^50 the
+    queries spread over many ripples and their means look like noise."""
+    return float(np.sum(1 - np.cos(20 * np.pi * x)) + 0.01 * x @ x)
+
+
+def test_a_stall_goes_on_at_a_finer_scale_before_ftol_ends_the_run(monkeypatch):
+    x0 = np.random.default_rng(0).uniform(-1, 1, 50)  # f(x0) = 58.0
+    res = zovh_opt.minimize(rugged, x0, rng=0)
+    assert res.status == 0 and res.fun < 1.0
+    assert res.restarts and all(r["cause"] == "stall" for r in res.restarts)
+    assert len(res.restarts) <= 3 and "stalled (ftol)" in res.restarts[0]["reason"]
+    monkeypatch.setattr("zovh_opt._optimizer.STALL_RESCALES", 0)  # ftol without the rescales
+    stopped = zovh_opt.minimize(rugged, x0, rng=0)
+    assert stopped.status == 0 and stopped.fun > 10.0 and stopped.restarts == []
+    assert stopped.nit == res.restarts[0]["nit"]  # the same run up to the first stall

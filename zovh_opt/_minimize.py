@@ -201,7 +201,9 @@ def minimize(
         times the scale of f there). The f estimate of an iteration is the mean of its values,
         less the curvature model's smoothing bias for the default ``"zovh"``. ``"auto"``:
         1e-12 with the step rule (the estimates no longer decrease: converged, or at the noise
-        floor), none with a fixed rate. ``tol`` sets it.
+        floor), none with a fixed rate. ``tol`` sets it. With the step rule the first 3 times
+        the test fires the run goes on at a 10 times finer scale instead (`Optimizer`, Notes,
+        *Stalls*).
     ftol_window : int, optional
         Iterations per ``ftol`` window; by default those of ``2 d`` evaluations, at least 50.
     xtol : float or "auto", default "auto"

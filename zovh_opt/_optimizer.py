@@ -50,6 +50,9 @@ FAILED_IN_A_ROW = 10  # iterations with a non-finite value dropped before that i
 MAXFEV_PER_DIMENSION = 1000  # the default budget, maxfev = 1000 d (SciPy's Powell: 1000 d)
 FTOL = 1e-12  # default ftol with the step rule "auto": the f estimates have stopped decreasing
 FTOL_WINDOW = 50  # iterations of an ftol window at least; by default those of 2 d evaluations
+# a stall at one scale is not convergence: the step rule first goes on this many times with
+# steps (and smoothing radius) this much shorter before ftol ends the run
+STALL_RESCALES, STALL_FACTOR = 3, 0.1
 XTOL_PER_SQRT_EPS = 1e-3  # default xtol = 1e-3 sqrt(eps): 1.5e-11 (float64), 3.5e-7 (float32)
 
 
@@ -184,6 +187,13 @@ class Optimizer:
     step rule cannot diverge: a step that makes the f estimate worse is undone. (A ZoVH step
     at a Woodbury denominator near zero is not taken and ``result().rejected_steps`` counts
     it; see `zovh_opt.ZoVH`.)
+
+    **Stalls.** With the step rule, the first ``3`` times the ``ftol`` test fires the run
+    does not stop: it goes on from the step rule's centre with steps and smoothing radius
+    ``10`` times shorter (``cause``: ``"stall"`` in ``result().restarts``). A rugged
+    objective (or a valley narrower than the queries' spread) makes the batch means at one
+    scale look like noise, which the rule cannot tell from a minimum; only the finer scale
+    can. Noise keeps its floor under the radius (`zovh_opt.minimize`, ``learning_rate``).
 
     **The returned point.** By default ``x`` is the point with the lowest value among all
     evaluated points (the queries and the final iterate) whose value is finite, and ``fun`` is
@@ -384,7 +394,7 @@ class Optimizer:
 
         Fields: ``x``, ``fun``, ``nit``, ``nfev``, ``status``, ``success``, ``message``,
         ``learning_rate`` (the rate in use at the end), ``restarts`` (one dict per restart:
-        ``nit``, ``nfev``, ``reason``, ``learning_rate``), ``failed_evaluations`` (values that
+        ``nit``, ``nfev``, ``reason``, ``cause``, ``learning_rate``), ``failed_evaluations`` (values that
         were NaN or +-inf), ``trace`` (``"nit"``, ``"nfev"``, ``"fun"``: NumPy arrays with
         one entry per iteration, ``fun`` being the mean of its values), the method's ``jac``
         and, for ZoVH, ``hess_inv`` (neither with bounds); with ``noisy=True`` also
@@ -745,6 +755,20 @@ class Optimizer:
             }
         )
 
+    def _rescale(self) -> None:
+        """Go on from the step rule's centre at a finer scale (the class Notes, *Stalls*)."""
+        self._step.shorten(STALL_FACTOR)
+        self._recent = []  # the next window is compared with the stalled one
+        self.restarts.append(
+            {
+                "nit": self.nit,
+                "nfev": self._told,
+                "reason": f"the f estimates stalled (ftol); steps {STALL_FACTOR:g} times as long",
+                "cause": "stall",
+                "learning_rate": self.learning_rate,
+            }
+        )
+
     def _check_budgets(self) -> None:
         opts = self.options
         reserve = self._step.points_per_iteration + opts["final_evaluations"]
@@ -780,6 +804,10 @@ class Optimizer:
             # f - f* = 1e-12 |f(x0)|, far above COCO's targets for |f(x0)| ~ 1e7)
             floor = self._eps * self._scale
             if before - after <= max(opts["ftol"] * max(abs(before), abs(after)), floor):
+                stalls = sum(r["cause"] == "stall" for r in self.restarts)
+                if self._step.control is not None and stalls < STALL_RESCALES:
+                    self._rescale()
+                    return
                 self.stop(
                     SUCCESS,
                     f"The median f estimate of the last {opts['ftol_window']} iterations was "
