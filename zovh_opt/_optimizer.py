@@ -394,11 +394,11 @@ class Optimizer:
 
         Fields: ``x``, ``fun``, ``nit``, ``nfev``, ``status``, ``success``, ``message``,
         ``learning_rate`` (the rate in use at the end), ``restarts`` (one dict per restart:
-        ``nit``, ``nfev``, ``reason``, ``cause``, ``learning_rate``), ``failed_evaluations`` (values that
-        were NaN or +-inf), ``trace`` (``"nit"``, ``"nfev"``, ``"fun"``: NumPy arrays with
-        one entry per iteration, ``fun`` being the mean of its values), the method's ``jac``
-        and, for ZoVH, ``hess_inv`` (neither with bounds); with ``noisy=True`` also
-        ``fun_std_error``.
+        ``nit``, ``nfev``, ``reason``, ``cause``, ``learning_rate``), ``failed_evaluations``
+        (values that were NaN or +-inf), ``trace`` (``"nit"``, ``"nfev"``, ``"fun"``: NumPy
+        arrays with one entry per iteration, ``fun`` being the mean of its values), the
+        method's ``jac`` and, for ZoVH, ``hess_inv`` (neither with bounds); with
+        ``noisy=True`` also ``fun_std_error``.
         """
         x, fun, extra = self._answer()
         return OptimizeResult(
