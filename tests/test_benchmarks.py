@@ -8,6 +8,7 @@ import json
 import numpy as np
 import pytest
 
+import zovh_opt
 from zovh_opt import estimators, problems
 from zovh_opt.benchmarks.__main__ import main
 
@@ -162,3 +163,24 @@ def test_coco_quick(tmp_path):
     # asserted
     reliable = ("zovh", "zoar", "L-BFGS-B (FD)", "Powell", "sep-CMA-ES")
     assert all(record["data"][s][0]["hits"][0] is not None for s in reliable)
+
+
+@pytest.mark.parametrize("variant, curvature", [("zovh-paper", "off"), ("zovh-model", "diagonal")])
+def test_coco_variants_pin_the_curvature_model(variant, curvature):
+    """The two sides of the default's budget rule: at 10 d the default runs the paper's
+    iteration, so ``zovh-model`` must differ from it and ``zovh-paper`` must not."""
+    from zovh_opt.benchmarks import coco
+
+    def sphere(x):
+        return float(np.sum((x - 0.5) ** 2))
+
+    d, budget = 30, 300
+    x0 = np.zeros(d)
+    fun = coco.Tracked(sphere, 0.0, budget)
+    assert coco._run(variant, fun, x0, seed=3) == "status 1"
+    pinned = zovh_opt.minimize(
+        sphere, x0, rng=3, options={"maxfev": budget, "curvature": curvature}
+    )
+    default = zovh_opt.minimize(sphere, x0, rng=3, options={"maxfev": budget})
+    assert fun.nfev == pinned.nfev and fun.best == pinned.fun
+    assert (fun.best == default.fun) == (curvature == "off")

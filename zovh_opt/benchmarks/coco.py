@@ -10,6 +10,10 @@ evaluations, at its documented defaults:
   options={"maxfev": remaining budget})``, nothing else set;
 * ``L-BFGS-B (FD)`` and ``Powell``: ``scipy.optimize.minimize`` with ``maxfun`` /
   ``maxfev``; L-BFGS-B's gradient by finite differences (``d + 1`` evaluations);
+* ``zovh-paper`` and ``zovh-model`` (not run by default): ``zovh`` with ``curvature="off"``
+  (the paper's iteration, with the step rule) or ``"diagonal"`` (the curvature model),
+  whatever the budget: the two sides of the default's budget rule (``curvature="auto"`` runs
+  the paper's iteration when ``maxfev < 20 d``), to check where it should switch;
 * ``sep-CMA-ES``: pycma's ``CMAEvolutionStrategy(x0, 2, {"CMA_diagonal": True})``, the
   ``sigma0`` of COCO's own pycma example for the domain ``[-5, 5]^d``.
 
@@ -42,6 +46,8 @@ from ._common import BudgetExhausted, Report, fmt, pyplot, run_jobs
 NAME = "coco"
 SOLVERS = ("zovh", "zoar", "hizoo", "mezo", "L-BFGS-B (FD)", "Powell", "sep-CMA-ES")
 ZOVH_METHODS = ("zovh", "zoar", "hizoo", "mezo")
+# zovh with the curvature model pinned off or on: the budget rule's two sides
+VARIANTS = {"zovh-paper": {"curvature": "off"}, "zovh-model": {"curvature": "diagonal"}}
 TARGETS = tuple(10.0**k for k in range(1, -8, -1))  # 1e1 ... 1e-7
 SIGMA0 = 2.0  # sep-CMA-ES: COCO's pycma example, 0.2 * (upper - lower) of [-5, 5]^d
 
@@ -131,11 +137,13 @@ def _run(solver: str, fun: Tracked, x0: np.ndarray, seed: int) -> str:
     remaining = fun.budget - fun.nfev
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        if solver in ZOVH_METHODS:
+        if solver in ZOVH_METHODS or solver in VARIANTS:
             from .._minimize import minimize
 
+            method = "zovh" if solver in VARIANTS else solver
+            options = {"maxfev": remaining, **VARIANTS.get(solver, {})}
             try:
-                res = minimize(fun, x0, method=solver, rng=seed, options={"maxfev": remaining})
+                res = minimize(fun, x0, method=method, rng=seed, options=options)
             except ValueError as error:  # less than one iteration and the final point
                 if "maxfev must allow" not in str(error):
                     raise
@@ -199,7 +207,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--budget", type=int, default=100, help="evaluations per dimension (default 100)"
     )
-    parser.add_argument("--solvers", nargs="+", default=list(SOLVERS), choices=SOLVERS)
+    parser.add_argument(
+        "--solvers", nargs="+", default=list(SOLVERS), choices=(*SOLVERS, *VARIANTS)
+    )
     parser.add_argument(
         "--no-cocopp", action="store_true", help="skip COCO's logging and post-processing"
     )
