@@ -200,13 +200,13 @@ def test_the_paper_iteration_is_unchanged_with_a_float_rate():
     assert np.array_equal(a.x, b.x) and a.nfev == b.nfev == 50 * 3 + 1
 
 
-def test_auto_runs_the_paper_iteration_on_a_budget_below_20_d(tmp_path):
-    """``curvature="auto"`` with the step rule: the model from a budget of 20 d evaluations
+def test_auto_runs_the_paper_iteration_on_a_budget_below_30_d(tmp_path):
+    """``curvature="auto"`` with the step rule: the model from a budget of 30 d evaluations
     on (and with the default budget), the paper's iteration below it; an explicit choice is
     kept whatever the budget, and a checkpoint keeps the choice made."""
     d = 100
     x0 = np.linspace(-1, 1, d)
-    for maxfev, model in [(20 * d - 1, False), (20 * d, True), (None, True)]:
+    for maxfev, model in [(30 * d - 1, False), (30 * d, True), (None, True)]:
         options = {"maxiter": 3} if maxfev is None else {"maxiter": 3, "maxfev": maxfev}
         res = zovh_opt.minimize(lambda x: float(x @ x), x0, rng=0, options=options)
         assert isinstance(res.hess_inv, DiagonalOperator) is model, maxfev

@@ -165,7 +165,7 @@ def test_minimum_directions_per_method(method, options, minimum):
     "method, options, smallest",
     [
         ("zovh", {"curvature": "diagonal"}, 2 * default_pairs(D) + 1),
-        ("zovh", {}, 4),  # the default runs the paper's iteration on a budget below 20 d
+        ("zovh", {}, 4),  # the default runs the paper's iteration on a budget below 30 d
         ("zovh", {"curvature": "off"}, 4),
         ("zo-sgd", {}, 5),
         ("hizoo", {}, 4),
@@ -239,7 +239,7 @@ def test_maxfun_is_scipys_name_for_maxfev():
     """0.1.0 warned that maxfun (L-BFGS-B's and TNC's name) was unknown and ignored it."""
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        # five iterations of K = 3 (the paper's iteration: a budget below 20 d) and the final
+        # five iterations of K = 3 (the paper's iteration: a budget below 30 d) and the final
         # evaluation
         maxfun = 5 * 3 + 1
         res = zovh_opt.minimize(sphere, np.ones(40), options={"maxfun": maxfun})

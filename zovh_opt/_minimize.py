@@ -135,7 +135,7 @@ def minimize(
         the queries, and the step is the model's Newton step for the central-difference
         gradient (the theory page, *The curvature model*). ``"off"``: the paper's
         Algorithm 1. ``"auto"``: ``"diagonal"`` with ``learning_rate="auto"`` and a budget
-        ``maxfev`` of at least ``20 d`` evaluations (the default budget is ``1000 d``),
+        ``maxfev`` of at least ``30 d`` evaluations (the default budget is ``1000 d``),
         ``"off"`` with a float learning rate or a smaller budget, where the paper's iteration,
         3 evaluations per step with 12 directions reused, ends lower (the user guide's page
         *Tuning*). The options ``regularization``, ``history``, ``product`` and ``inverse``

@@ -13,7 +13,7 @@ evaluations, at its documented defaults:
 * ``zovh-paper`` and ``zovh-model`` (not run by default): ``zovh`` with ``curvature="off"``
   (the paper's iteration, with the step rule) or ``"diagonal"`` (the curvature model),
   whatever the budget: the two sides of the default's budget rule (``curvature="auto"`` runs
-  the paper's iteration when ``maxfev < 20 d``), to check where it should switch;
+  the paper's iteration when ``maxfev < 30 d``), to check where it should switch;
 * ``sep-CMA-ES``: pycma's ``CMAEvolutionStrategy(x0, 2, {"CMA_diagonal": True})``, the
   ``sigma0`` of COCO's own pycma example for the domain ``[-5, 5]^d``.
 
