@@ -141,25 +141,32 @@ def test_the_learned_inverse_hessian_is_the_true_one_on_a_quadratic(seed):
     assert np.corrcoef(np.log(learned), -np.log(h))[0, 1] >= 0.999
 
 
-def test_jac_and_the_step_with_a_fixed_rate():
-    """After a tell, jac = sum_m delta_m u_m / (P s), unbiased for the gradient, and the
-    fixed rate 1 moved x by the full step s * sum_m delta_m u_m / (c (d + P + 1))."""
+@pytest.mark.parametrize("history", [1, 2, 4])
+def test_jac_and_the_step_with_a_fixed_rate(history):
+    """After a tell, jac = sum_m delta'_m w_m / (M s^2) over the M = N P pairs of the last N
+    iterations, the earlier ones' differences moved to x with the model (delta'_m = delta_m +
+    w_m . (h (x - x_b)), h = c / s^2), and the fixed rate 1 moved x by the full step
+    sum_m delta'_m w_m / (c (d + M + 1)); computed here from the points and values alone."""
     d = 40
     h, f = diagonal_quadratic(d, 1e2)
     x0 = np.random.default_rng(5).standard_normal(d)
-    opt = ZoVH(x0, rng=2, curvature="diagonal", learning_rate=1.0)
-    for _ in range(3):
-        opt.tell(f(opt.ask()))
-    P, mu, s, x = opt.n_directions, opt.smoothing, opt.model.whitening.copy(), opt.x
-    c = opt.model.curvature
-    points = opt.ask()
-    values = f(points)
-    U = (points[:P] - x) / (mu * s)
-    delta = (values[:P] - values[P:]) / (2 * mu)
-    opt.tell(values)
-    np.testing.assert_allclose(opt.estimates()["jac"], delta @ U / P / s, rtol=1e-10)
+    opt = ZoVH(x0, rng=2, curvature="diagonal", learning_rate=1.0, history=history)
+    P, mu = opt.n_directions, opt.smoothing
+    batches = []  # (directions w_m = (points - x) / mu, differences delta_m, centre x)
+    for _ in range(5):
+        x = opt.x
+        s, c = opt.model.whitening, opt.model.curvature
+        points = opt.ask()
+        values = f(points)
+        batches.append(((points[:P] - x) / mu, (values[:P] - values[P:]) / (2 * mu), x))
+        opt.tell(values)
+    used = batches[-1 : -history - 1 : -1]
+    M = P * len(used)
+    hessian = c / (s * s)
+    total = sum((delta + W @ (hessian * (x - centre))) @ W for W, delta, centre in used)
+    np.testing.assert_allclose(opt.estimates()["jac"], total / M / (s * s), rtol=1e-9)
     # a fixed rate of 1 takes the model's full Newton step for that estimate
-    np.testing.assert_allclose(opt.x, x - s * (delta @ U) / (c * (d + P + 1)), rtol=1e-10)
+    np.testing.assert_allclose(opt.x, x - total / (c * (d + M + 1)), rtol=1e-9)
 
 
 def test_flat_and_linear_objectives_neither_blow_up_nor_stall():
@@ -182,8 +189,9 @@ def test_the_option_curvature_selects_the_iteration():
     assert type(ZoVH(x0, curvature="diagonal", learning_rate=1.0)) is PreconditionedZoVH
     assert all(isinstance(ZoVH(x0, curvature=c), ZoVH) for c in ("auto", "diagonal", "off"))
     assert ZoVH(x0, curvature="off").n_directions == 3 and ZoVH(x0).n_directions == 7
-    with pytest.raises(ValueError, match="history, inverse: option.* of the paper's iteration"):
-        ZoVH(x0, history=2, inverse="exact")
+    with pytest.raises(ValueError, match="product, inverse: option.* of the paper's iteration"):
+        ZoVH(x0, history=2, product="decoupled", inverse="exact")
+    assert ZoVH(x0).history == 4 and ZoVH(x0, history=2).history == 2
     with pytest.raises(ValueError, match="curvature must be one of 'auto', 'diagonal', 'off'"):
         zovh_opt.minimize(lambda x: float(x @ x), x0, options={"curvature": "full"})
 

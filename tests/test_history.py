@@ -198,16 +198,22 @@ def test_seeds_storage_holds_one_block_beyond_the_iterates(rate):
 
 
 @pytest.mark.parametrize("rate", [1e-3, "auto"])
-def test_memory_of_an_iteration_with_the_curvature_model(rate):
-    """The default ZoVH holds its model and a few vectors between iterations, and at most
-    (4 P + 8) d floats during one: the P directions (whitened and squared in place), the
-    2 P points and the temporary that scales them, and at most 8 vectors of d."""
+@pytest.mark.parametrize("storage", ["vectors", "seeds"])
+def test_memory_of_an_iteration_with_the_curvature_model(rate, storage):
+    """The default ZoVH holds its model, a few vectors and the N - 1 = 3 earlier iterations it
+    reuses between iterations: their P directions (vectors storage), centres and whitenings,
+    (N - 1)(P + 2) d floats; during one, at most (5 P + 8) d floats more: the P new directions
+    and a copy squared for the model, the 2 P points and the temporary that scales them, and at
+    most 8 vectors of d (seeds storage: the directions of one earlier iteration drawn again in
+    place of the kept ones)."""
     d = 100_000
-    P = default_pairs(d)
+    P, N = default_pairs(d), 4
     x0 = np.random.default_rng(0).standard_normal(d)
-    held, peak = memory_of_a_run(x0, {"learning_rate": rate, "curvature": "diagonal"}, 6)
-    assert held <= 8  # x, the centre or best point, the model, the step, the last whitening
-    assert peak <= (4 * P + 8) * x0.nbytes + 64 * 1024, peak / x0.nbytes
+    options = {"learning_rate": rate, "curvature": "diagonal", "directions": storage}
+    held, peak = memory_of_a_run(x0, options, 6)
+    kept = (N - 1) * (P + 2) if storage == "vectors" else 2 * (N - 1)
+    assert held <= 8 + kept, held  # and x, the centre or best point, the model, the step
+    assert peak <= (5 * P + 8 + kept) * x0.nbytes + 64 * 1024, peak / x0.nbytes
 
 
 def test_step_benchmark_prints_its_tables(capsys):

@@ -50,6 +50,7 @@ __all__ = [
     "stein_one_point",
     "stein_three_point",
     "stein_two_point",
+    "transported_differences",
 ]
 
 
@@ -270,6 +271,51 @@ def diagonal_hessian_error(U: Any, y_plus: Any, y_minus: Any, mu: float, curvatu
     U2 = U * U
     r = pair_residuals(y_plus, y_minus, xp.sum(U2, axis=1), mu, curvature)
     return (r / mu / mu / (U.shape[0] - 1)) @ U2
+
+
+def transported_differences(U: Any, deltas: Any, displacement: Any, hessian_diagonal: Any) -> Any:
+    r"""Directional derivatives measured at an earlier point, moved to the current one with a
+    diagonal model of the Hessian.
+
+    .. math:: \delta'_m = \delta_m + u_m^T \operatorname{diag}(h)\, (x - x_b)
+
+    with :math:`\delta_m \approx u_m \cdot \nabla f(x_b)` (central differences at
+    :math:`x_b`). Since :math:`\nabla f(x) = \nabla f(x_b) + \nabla^2 f\, (x - x_b)` on a
+    quadratic, :math:`\delta'_m = u_m \cdot \nabla f(x)` exactly when the Hessian is
+    :math:`\operatorname{diag}(h)`; otherwise the error is
+    :math:`u_m^T (\nabla^2 f - \operatorname{diag}(h)) (x - x_b)`, small while the model is
+    good or the displacement short. ZoVH's curvature model (`zovh_opt.ZoVH`) reuses the pairs
+    of its last ``history`` iterations this way, as the paper reuses its queries (eq. (122)).
+    Costs :math:`O(P d)`.
+
+    Parameters
+    ----------
+    U : array, shape (P, d)
+        The directions of the earlier pairs, one per row.
+    deltas : array, shape (P,)
+        Their directional derivatives at :math:`x_b`.
+    displacement : array, shape (d,)
+        :math:`x - x_b`.
+    hessian_diagonal : array, shape (d,), or float
+        :math:`h`, the model of :math:`\operatorname{diag}(\nabla^2 f)`.
+
+    Returns
+    -------
+    array, shape (P,)
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from zovh_opt import estimators
+    >>> h = np.array([1.0, 10.0, 100.0])
+    >>> grad = lambda x: h * x                           # f = x^T diag(h) x / 2
+    >>> U = np.random.default_rng(0).standard_normal((4, 3))
+    >>> xb, x = np.array([1.0, 1.0, 1.0]), np.array([0.5, -0.2, 0.01])
+    >>> moved = estimators.transported_differences(U, U @ grad(xb), x - xb, h)
+    >>> bool(np.allclose(moved, U @ grad(x)))
+    True
+    """
+    return deltas + U @ (hessian_diagonal * displacement)
 
 
 # --------------------------------------------------------------------------------------------

@@ -32,7 +32,7 @@ POLE_MARGIN = 2.0
 # n_directions="auto" of Algorithm 1 (Appx. F.2: K = 3, N = 4)
 PAPER_DIRECTIONS, PAPER_HISTORY = 3, 4
 # the options that only the paper's iteration has
-PAPER_ONLY = ("history", "product", "inverse", "regularization")
+PAPER_ONLY = ("product", "inverse", "regularization")
 
 
 class ZoVH(AskTellMethod):
@@ -51,9 +51,10 @@ class ZoVH(AskTellMethod):
     ``"off"`` with a float learning rate: a float rate runs the paper's algorithm exactly.
     `zovh_opt.minimize` and `zovh_opt.Optimizer`, which know the budget, also take ``"off"``
     for ``"auto"`` when ``maxfev`` is below ``30 d`` (`options_for_budget`).
-    Both are instances of this class. The options ``history``, ``regularization``,
-    ``product`` and ``inverse`` belong to the paper's iteration; with the curvature model they
-    raise ``ValueError``.
+    Both are instances of this class. ``history`` is the number of iterations whose queries
+    a step reuses in both (``"auto"``: 4). The options ``regularization``, ``product`` and
+    ``inverse`` belong to the paper's iteration; with the curvature model they raise
+    ``ValueError``.
 
     Examples
     --------
