@@ -138,8 +138,8 @@ def minimize(
         ``maxfev`` of at least ``30 d`` evaluations (the default budget is ``1000 d``),
         ``"off"`` with a float learning rate or a smaller budget, where the paper's iteration,
         3 evaluations per step with 12 directions reused, ends lower (the user guide's page
-        *Tuning*). The options ``regularization``, ``history``, ``product`` and ``inverse``
-        belong to ``"off"``.
+        *Tuning*). The options ``regularization``, ``product`` and ``inverse`` belong to
+        ``"off"``.
     learning_rate : float or "auto", default "auto"
         ``"auto"``: the parameter-free step rule (the user guide's page *Step size*).
         Each step ``x <- c - eta * p`` from the last accepted point ``c`` is judged by the mean
@@ -169,9 +169,11 @@ def minimize(
         ``"zovh"`` with its curvature model, the antithetic pairs ``P`` (``2 P`` evaluations),
         ``"auto"``: ``(4 + floor(3 ln d)) // 2`` (12 at ``d = 1000``); ``"auto"`` is 3 with
         ``curvature="off"``.
-    history : int, default 4 (``"zovh"`` with ``curvature="off"``, ``"zoar"``)
+    history : int, default 4 (``"zovh"``, ``"zoar"``)
         Iterations of queries reused, ``N`` (query reuse, eq. (10)); 1 disables
-        reuse.
+        reuse. With the curvature model the step uses the ``P`` pairs of each of the last
+        ``N`` iterations, the earlier ones' differences moved to ``x`` with the model; it keeps
+        their ``(N - 1) P`` directions (``directions="seeds"``: only their block numbers).
     hessian_smoothing : float in (0, 1], default 1e-8 (``"hizoo"``)
         HiZOO's :math:`\\alpha`, the weight of each new diagonal Hessian estimate in its
         running average.
@@ -186,8 +188,10 @@ def minimize(
         Keep the ``N K`` history directions in one ``(N K, d)`` ring buffer, or only the block
         numbers of the run's counter-based generator and draw them again when needed
         (``O(N K)`` numbers plus the ``K`` directions of the current iteration, at the price of
-        drawing the ``(N - 1) K`` older ones twice per iteration). Both give bit-identical
-        runs.
+        drawing the ``(N - 1) K`` older ones twice per iteration). With the curvature model,
+        the ``(N - 1) P`` directions of the earlier iterations, drawn again once per iteration
+        (their centres and whitenings, ``2 (N - 1) d`` floats, are kept). Both give
+        bit-identical runs.
     maxfev : int, default 1000 d
         Maximum number of function evaluations, the final ones included. ``maxfun``, the
         name SciPy's L-BFGS-B and TNC use, is read as ``maxfev``. The default is SciPy's

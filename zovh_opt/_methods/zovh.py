@@ -103,7 +103,7 @@ class ZoVH(AskTellMethod):
 # 2 P (20 at d = 320), and a short run needs steps more than a learned diagonal. Measured
 # (the docs' tuning page has the table and commands): the paper's iteration solved more COCO
 # triples at 5, 10 and 20 d (bbob d = 20, 40; bbob-largescale d = 80), the two were equal at
-# 35 d, and it ended lower in 11 of 12 peers rows (8 d and 0.4 d); the model ended 185-1655x
+# 35 d, and it ended lower in 11 of 12 peers rows (8 d and 0.4 d); the model ended 234-2114x
 # lower on the diagonal quadratics at 30 d and lower on 6 of 10 other problems there.
 MODEL_MIN_EVALUATIONS_PER_DIMENSION = 30
 
