@@ -64,6 +64,7 @@ def assert_same_tree(a, b, where="state"):
         ("zovh", {}),
         ("zovh", {"directions": "seeds", "product": "decoupled", "history": 2, "disp": True}),
         ("zovh", {"learning_rate": "auto", "maxiter": 40}),
+        ("zovh", {"learning_rate": "auto", "directions": "seeds", "history": 3}),
         ("hizoo", {"hessian_smoothing": 0.1}),
         ("zoar", {}),
     ],
@@ -231,8 +232,11 @@ def test_an_interrupted_save_leaves_the_previous_checkpoint(tmp_path, monkeypatc
     assert_same_tree(saved, tree(Optimizer.load(path)))
 
 
-def test_a_run_resumed_after_an_exception_and_a_checkpoint_is_the_uninterrupted_run(tmp_path):
-    opts = {"learning_rate": 1e-6, "maxiter": 40}
+@pytest.mark.parametrize(
+    "opts",
+    [{"learning_rate": 1e-6, "maxiter": 40}, {"maxiter": 40}],  # the paper's; the model's
+)
+def test_a_run_resumed_from_a_checkpoint_after_an_exception_is_the_same_run(opts, tmp_path):
     x0 = np.random.default_rng(0).standard_normal(D)
     whole = zovh_opt.minimize(rosenbrock, x0, rng=5, options=opts)
     calls = []

@@ -225,3 +225,17 @@ def test_auto_runs_the_paper_iteration_on_a_budget_below_30_d(tmp_path):
     opt.tell([float(p @ p) for p in opt.ask()])
     opt.save(tmp_path / "run.npz")
     assert isinstance(zovh_opt.Optimizer.load(tmp_path / "run.npz")._step, PaperZoVH)
+
+
+def test_a_state_with_more_kept_iterations_than_history_or_another_storage_is_refused():
+    _, f = diagonal_quadratic(30, 1e2)
+    opt = ZoVH(np.ones(30), rng=0, history=3)
+    for _ in range(5):
+        opt.tell(f(opt.ask()))
+    state = opt.state()
+    assert len(state["kept"]) == 2 and all(k["rows"].shape == (7, 30) for k in state["kept"])
+    too_many = {**state, "kept": state["kept"] + state["kept"][:1]}
+    with pytest.raises(ValueError, match="history=3 keeps at most 2 iterations"):
+        ZoVH(np.ones(30), rng=0, history=3).load_state(too_many)
+    with pytest.raises(ValueError, match="the kept pairs and the directions storage disagree"):
+        ZoVH(np.ones(30), rng=0, history=3, directions="seeds").load_state(state)

@@ -97,6 +97,8 @@ def test_the_host_gram_matrix_is_that_of_the_kept_directions(storage, product, d
         ("zovh", {"history": 2, "product": "decoupled"}),
         ("zovh", {"history": 3, "inverse": "exact"}),
         ("zoar", {"history": 4}),
+        ("zovh", {"curvature": "diagonal", "learning_rate": 1.0}),  # reuses 3 iterations' pairs
+        ("zovh", {"curvature": "diagonal", "learning_rate": "auto"}),
     ],
 )
 def test_seeds_and_vectors_storage_are_bit_identical(d, method, options):
