@@ -102,9 +102,9 @@ class ZoVH(AskTellMethod):
 # steps costs K = 3 evaluations and reuses the N K = 12 latest directions, the model's cost
 # 2 P (20 at d = 320), and a short run needs steps more than a learned diagonal. Measured
 # (the docs' tuning page has the table and commands): the paper's iteration solved more COCO
-# triples at 5, 10 and 20 d (bbob d = 20, 40; bbob-largescale d = 80), the two were equal at
-# 35 d, and it ended lower in 11 of 12 peers rows (8 d and 0.4 d); the model ended 234-2114x
-# lower on the diagonal quadratics at 30 d and lower on 6 of 10 other problems there.
+# triples up to 10 d, and at 20 d in d = 20 and 80 (bbob, bbob-largescale; even in d = 40),
+# the model more from 35 d on; the paper's ended lower in 11 of 12 peers rows (8 d and
+# 0.4 d); the model ended 234-2114x lower on the diagonal quadratics at 30 d.
 MODEL_MIN_EVALUATIONS_PER_DIMENSION = 30
 
 
