@@ -21,8 +21,10 @@ last accepted point, and the f estimate of the batch taken there.
   geometric mean of the trial step lengths, on the grid ``mu0 2**k`` (a decrease goes down
   at least two steps of the grid). As the run converges the
   radius shrinks with the steps, so the precision is not capped at the ``O(mu**2)`` bias of a
-  fixed radius. When it changes, queries kept from earlier iterations (ZoVH and ZoAR reuse them)
-  are forgotten: they were taken at another radius; and the next trial's ``eta`` is set again
+  fixed radius. When it changes, queries kept from earlier iterations (Algorithm 1 and ZoAR
+  reuse them) are forgotten: they were taken at another radius (the curvature model's kept
+  pairs stay: a central difference estimates a derivative at any radius, up to
+  ``O(mu**2)``); and the next trial's ``eta`` is set again
   from the running step length, since the length of a direction may scale with the radius
   (ZoVH's does, through its ``lambda``).
 - Noise sets a floor under the radius. The *slope* of a batch, the spread of its values over
