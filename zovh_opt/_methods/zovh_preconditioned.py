@@ -58,9 +58,10 @@ class PreconditionedZoVH(ZoVH, GradientStepMethod):
        :math:`\delta_m = (y^+_m - y^-_m) / (2 \mu)`, over the ``M = N P`` pairs of the last
        ``N = history`` iterations: those of earlier iterations, measured at their own centres
        :math:`x_b`, are moved to ``x`` with the model,
-       :math:`\delta_m + w_m^T \operatorname{diag}(h) (x - x_b)` (`zovh_opt.estimators.
-       transported_differences`; ``w_m`` the pair's direction in ``x``), as the paper reuses
-       its queries; and steps along the model's Newton step for that estimate,
+       :math:`\delta_m + w_m^T \operatorname{diag}(h) (x - x_b)`
+       (`zovh_opt.estimators.transported_differences`; ``w_m`` the pair's direction in
+       ``x``), as the paper reuses its queries; and steps along the model's Newton step for
+       that estimate,
 
        .. math:: p = \frac{M}{c\,(d + M + 1)}\, s \circ \hat g_z
                  \approx \frac{M}{d + M + 1}\, h^{-1} \circ \nabla f ,
