@@ -745,27 +745,24 @@ class Optimizer:
             self._step.shorten(BACKOFF)
             rate = self.learning_rate
         self._recent, self._previous_median = [], math.nan
+        self._record_restart(reason, cause, rate)
+
+    def _rescale(self) -> None:
+        """Go on from the step rule's centre at a finer scale (the class Notes, *Stalls*)."""
+        self._step.shorten(STALL_FACTOR)
+        self._recent = []  # the next window is compared with the stalled one
+        reason = f"the f estimates stalled (ftol); steps {STALL_FACTOR:g} times as long"
+        self._record_restart(reason, "stall", self.learning_rate)
+
+    def _record_restart(self, reason: str, cause: str, learning_rate: float) -> None:
+        """One entry of ``result().restarts``."""
         self.restarts.append(
             {
                 "nit": self.nit,
                 "nfev": self._told,
                 "reason": reason,
                 "cause": cause,
-                "learning_rate": rate,
-            }
-        )
-
-    def _rescale(self) -> None:
-        """Go on from the step rule's centre at a finer scale (the class Notes, *Stalls*)."""
-        self._step.shorten(STALL_FACTOR)
-        self._recent = []  # the next window is compared with the stalled one
-        self.restarts.append(
-            {
-                "nit": self.nit,
-                "nfev": self._told,
-                "reason": f"the f estimates stalled (ftol); steps {STALL_FACTOR:g} times as long",
-                "cause": "stall",
-                "learning_rate": self.learning_rate,
+                "learning_rate": learning_rate,
             }
         )
 

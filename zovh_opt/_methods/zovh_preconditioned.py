@@ -191,11 +191,11 @@ class PreconditionedZoVH(ZoVH, GradientStepMethod):
             rows = self._whitened if self.directions == "vectors" else None
             kept = KeptPairs(self._rows[0], self.model.whitening, deltas, self._x, rows)
         if np.isfinite(r).all():
-            U = self._whitened  # back to u_m, squared, in place unless its rows are kept
-            if kept is not None and kept.rows is not None:
-                U = self.xp.asarray(U, copy=True)
-            if self.model.whitening is not None:
-                U /= self.model.whitening
+            U, s = self._whitened, self.model.whitening  # back to u_m, squared
+            if kept is not None and kept.rows is not None:  # the rows are kept: a new array
+                U = U / s if s is not None else self.xp.asarray(U, copy=True)
+            elif s is not None:
+                U /= s
             U *= U
             self.model.update(self.space.from_host(r / mu / mu / (P - 1)) @ U)
         if kept is not None:
