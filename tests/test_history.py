@@ -96,6 +96,7 @@ def test_the_host_gram_matrix_is_that_of_the_kept_directions(storage, product, d
         ("zovh", {"history": 4}),
         ("zovh", {"history": 2, "product": "decoupled"}),
         ("zovh", {"history": 3, "inverse": "exact"}),
+        ("zovh", {"curvature": "off", "learning_rate": "auto"}),  # undone trials, radius
         ("zoar", {"history": 4}),
         ("zovh", {"curvature": "diagonal", "learning_rate": 1.0}),  # reuses 3 iterations' pairs
         ("zovh", {"curvature": "diagonal", "learning_rate": "auto"}),
@@ -112,6 +113,74 @@ def test_seeds_and_vectors_storage_are_bit_identical(d, method, options):
     )
     assert np.array_equal(a.x, b.x) and a.fun == b.fun
     assert all(np.array_equal(a.trace[k], b.trace[k]) for k in a.trace)
+
+
+def test_seeds_storage_draws_n_k_directions_per_iteration():
+    """A step is formed in the next ask's pass, which also draws the new block and forms its
+    inner products: with ``"seeds"`` storage each iteration draws the N - 1 kept blocks it
+    does not hold and its new one, N K rows of d numbers (it was (2 N - 1) K), with
+    ``"vectors"`` the K new rows, and the runs are the same."""
+    d, N, K = 2 * STREAM_COLUMNS + 3, 4, 3
+    x0 = np.random.default_rng(0).standard_normal(d)
+    runs = {}
+    for storage in ("vectors", "seeds"):
+        opt = ZoVH(x0, rng=2, history=N, directions=storage, learning_rate=1e-8)
+        drawn = []
+        fill = opt.source.fill_columns
+
+        def counting(block, out, start, fill=fill, drawn=drawn):
+            drawn[-1] += out.size
+            return fill(block, out, start)
+
+        opt.source.fill_columns = counting
+        for _ in range(3 * N):
+            drawn.append(0)
+            opt.tell(rosenbrock(opt.ask()))
+        per_iteration = N * K * d if storage == "seeds" else K * d  # vectors: the new block
+        assert drawn[N + 1 :] == [per_iteration] * (2 * N - 1), drawn
+        runs[storage] = np.array(opt.x)  # forms the last step: seeds draws (N - 1) K rows
+        assert drawn[-1] == per_iteration + (storage == "seeds") * (N - 1) * K * d
+    assert np.array_equal(runs["vectors"], runs["seeds"])
+
+
+@pytest.mark.parametrize("rate", [1e-8, "auto"])
+def test_a_deferred_step_is_kept_by_checkpoints_and_pickles(rate, tmp_path):
+    """Saved or pickled between a tell and the next ask, where the seeds storage has not yet
+    formed the step, a run goes on as the uninterrupted one, bit for bit."""
+    import pickle
+
+    x0 = np.random.default_rng(1).standard_normal(STREAM_COLUMNS + 7)
+    options = {"curvature": "off", "learning_rate": rate, "directions": "seeds"}
+
+    def run(opt, iterations):
+        for _ in range(iterations):
+            opt.tell(rosenbrock(opt.ask()))
+        return opt
+
+    whole = run(zovh_opt.Optimizer(x0, rng=4, options=options), 24)
+    saved = run(zovh_opt.Optimizer(x0, rng=4, options=options), 12)
+    saved.save(tmp_path / "run.npz")
+    loaded = run(zovh_opt.Optimizer.load(tmp_path / "run.npz"), 12)
+    pickled = run(pickle.loads(pickle.dumps(run(ZoVH(x0, rng=4, **options), 12))), 12)
+    direct = run(ZoVH(x0, rng=4, **options), 24)
+    assert np.isfinite(whole.x).all() and not np.array_equal(whole.x, x0)
+    assert np.array_equal(loaded.x, whole.x)
+    assert np.array_equal(pickled.x, direct.x)
+
+
+def test_seeds_storage_with_a_torch_generator_matches_vectors_storage():
+    """A ``torch.Generator`` draws whole blocks (no span of one can be drawn alone): the seeds
+    storage draws its kept blocks whole too (it drew SFC64 spans instead, another run)."""
+    torch = pytest.importorskip("torch")
+    x0 = torch.linspace(-1, 1, STREAM_COLUMNS + 9, dtype=torch.float64)
+    runs = {}
+    for storage in ("vectors", "seeds"):
+        opt = ZoVH(x0, rng=torch.Generator().manual_seed(0), directions=storage, learning_rate=1e-8)
+        for _ in range(8):
+            opt.tell(rosenbrock(opt.ask()))
+        runs[storage] = opt.x
+    assert bool(torch.isfinite(runs["seeds"]).all()) and not torch.equal(runs["seeds"], x0)
+    assert torch.equal(runs["vectors"], runs["seeds"])
 
 
 def test_a_discarded_ask_drops_the_overwritten_block_in_both_storages():

@@ -397,6 +397,11 @@ class DirectionSource:
     def _seed(self, block: int) -> int:
         return _splitmix64(self.key[0] ^ _splitmix64(self.key[1] ^ block)) & _SEED_BOUND
 
+    def draws_spans(self, space: ArraySpace) -> bool:
+        """Whether blocks for ``space`` are drawn span by span on the CPU (`fill_columns`):
+        NumPy compute arrays, unless ``rng`` was a ``torch.Generator``."""
+        return space.numpy and self.native != "torch"
+
     def draw(self, block: int, n: int, space: ArraySpace, out: Any = None) -> Any:
         """Block ``block``: ``n`` directions as an ``(n, d)`` array of ``space``.
 
@@ -404,7 +409,7 @@ class DirectionSource:
         (NumPy compute arrays); the block is returned either way.
         """
         d = space.dim
-        if space.numpy and self.native != "torch":
+        if self.draws_spans(space):
             return self._numpy_block(block, (n, d), space.dtype, out)
         if array_api_compat.is_torch_namespace(space.user):
             import torch

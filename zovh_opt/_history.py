@@ -4,23 +4,25 @@ Each iteration draws its ``w`` directions as one block of the run's `DirectionSo
 ``"vectors"`` storage the blocks live in one preallocated ``(N w, d)`` ring buffer: a new
 block is drawn straight into the slot of the block it replaces, so nothing of size ``d`` is
 allocated per iteration. With ``"seeds"`` storage only the block numbers are kept and each
-block is drawn again when it is needed; the block of the current iteration is held from
-``new_block`` to the end of that iteration's step. Both storages run the same arithmetic on
-the same bits, so they give bit-identical results.
+block is drawn again when it is needed; the newest block is held from ``new_block`` until
+the next one is drawn (``w d`` floats). Both storages run the same arithmetic on the same
+bits, so they give bit-identical results.
 
 The Gram matrix ``G = U U^T`` of the kept directions and their function values live on the
 host in float64 (``M = N w`` is a few dozen at most): each iteration computes only the inner
-products of the new block with the kept ones (one pass over the history, one small
-device-to-host copy), and everything the estimators need beyond that is ``O(M^2)`` host
-algebra.
+products of the new block with the kept ones, and everything the estimators need beyond that
+is ``O(M^2)`` host algebra.
 
-On the CPU both passes over the directions (those inner products, and the step's sum
+On the CPU the passes over the directions (those inner products, and the step's sum
 ``sum_m c_m u_m``) run span by span over `STREAM_COLUMNS` columns, each span of all ``N``
 slots in one BLAS call on a ``(N w, span)`` block that stays in cache: the ring's own columns
 with ``"vectors"`` storage, the same numbers drawn again into a small scratch block with
 ``"seeds"`` (a span of any block can be drawn alone). One call per span instead of one per
-block and span, in cache, made the two passes 2x faster at ``d = 1e6``; and both storages run
-the same calls on the same numbers, so they give the same bits.
+block and span, in cache, made the passes 2x faster at ``d = 1e6``. A step and the next
+block share one pass (`step_and_new_block`: ZoVH forms its step lazily, in the next ask), so
+``"seeds"`` storage draws each kept block once per iteration. Both storages run the same
+calls on the same numbers, so they give the same bits. Elsewhere (a GPU, or a
+``torch.Generator``, which draws whole blocks) each pass is one product per block.
 """
 
 from __future__ import annotations
@@ -77,13 +79,18 @@ class QueryHistory:
         self._order: list[int] = []  # physical slots in history order, oldest first
         self._pending: tuple[int, int, Any] | None = None  # slot, block, rows
         self._recent: tuple[int, Any] | None = None  # seeds: the newest block, until next ask
+        # the pending block's products with every slot (physical order, host), when
+        # `step_and_new_block` formed them in its pass: (block, products)
+        self._cross: tuple[int, np.ndarray] | None = None
+        # CPU passes span by span over the slots (else one product per block)
+        self._by_span = source.draws_spans(space)
         d = space.dim
         self._spans = [slice(j, min(j + STREAM_COLUMNS, d)) for j in range(0, d, STREAM_COLUMNS)]
         self._ring_rows: dict[tuple[int, ...], np.ndarray] = {}  # see `_positions`
 
     def clear(self) -> None:
         """Forget every query (a restart)."""
-        self._order, self._pending, self._recent = [], None, None
+        self._order, self._pending, self._recent, self._cross = [], None, None, None
         self._gram, self._values = np.zeros((0, 0)), np.zeros(0)
 
     def __len__(self) -> int:
@@ -105,13 +112,75 @@ class QueryHistory:
         if self._pending is not None:
             return self._pending[2]
         self._recent = None
-        if len(self._order) < self.slots:
-            slot = next(s for s in range(self.slots) if s not in self._order)
-        else:
-            slot = self._order[0]  # the oldest block leaves at push; its rows are not read again
-        block = self.source.next_block()
+        slot, block = self._next_slot(), self.source.next_block()
         self._pending = (slot, block, self._draw(block, slot))
         return self._pending[2]
+
+    def _next_slot(self) -> int:
+        """The physical slot of the next block: a free one, else the oldest block's (which
+        leaves the history at push; its rows are not read again)."""
+        if len(self._order) < self.slots:
+            return next(s for s in range(self.slots) if s not in self._order)
+        return self._order[0]
+
+    @property
+    def fuses_steps(self) -> bool:
+        """Whether `step_and_new_block` forms a step and the next block in one pass (on the
+        CPU); elsewhere it is `step` then `new_block`."""
+        return self._by_span and self._track_gram
+
+    def step(self, c: np.ndarray, scale: float, x: Any) -> Any:
+        """``x + scale * sum_m c[m] u_m`` over the kept directions, as a new array."""
+        step = self.combine(c)
+        step *= scale
+        step += x
+        return step
+
+    def step_and_new_block(self, c: np.ndarray, scale: float, x: Any) -> Any:
+        """`step` ``(c, scale, x)``, then `new_block`, in one pass over the directions.
+
+        On the CPU each span of the kept blocks' columns is read once for both the step and
+        the next block's inner products (which `push` then uses), and the next block's span
+        is drawn into its slot once the block it replaces has been read: one pass over the
+        ring instead of three (draw, inner products, step). With ``"seeds"`` storage the kept
+        blocks are drawn again once, span by span, and the next block goes into the rows of
+        the newest one once they are read: ``N w`` directions drawn per iteration instead of
+        ``(2 N - 1) w``. Same bits as `step`, `new_block` and `push` one after the other.
+        """
+        if self._pending is not None or not self.fuses_steps:
+            x = self.step(c, scale, x)
+            self.new_block()
+            return x
+        w, space = self.width, self.space
+        slot, block = self._next_slot(), self.source.next_block()
+        if self._ring is not None:
+            rows = self._ring[slot * w : (slot + 1) * w]
+        elif self._recent is not None:
+            rows = self._recent[1]
+        else:
+            rows = space.empty((w, space.dim))
+        coef = self._physical(c)
+        scratch, total = self._scratch(), None
+        stepped = space.empty((space.dim,))
+        for span in self._spans:
+            columns = self._slot_columns(span, scratch)  # the kept blocks, as `combine` sees
+            out = stepped[span]
+            np.matmul(coef, columns, out=out)
+            out *= scale
+            out += x[span]
+            new = rows[:, span]  # seeds: the newest block's columns are in `columns` now
+            self.source.fill_columns(block, new, span.start)
+            if scratch is not None:  # vectors: `columns` is a view of the ring, `new` of it too
+                columns[slot * w : (slot + 1) * w] = new  # as `push` sees the slots
+            part = new @ columns.T
+            if total is None:
+                total = part
+            else:
+                total += part
+        self._recent = None
+        self._pending = (slot, block, rows)
+        self._cross = (block, space.to_host(total))
+        return stepped
 
     def _draw(self, block: int, slot: int) -> Any:
         w, space = self.width, self.space
@@ -129,7 +198,7 @@ class QueryHistory:
         if self._pending is None:
             return
         slot = self._pending[0]
-        self._pending = None
+        self._pending, self._cross = None, None
         if self._order and self._order[0] == slot:
             self._drop_oldest()
 
@@ -145,7 +214,7 @@ class QueryHistory:
         if len(self._order) == self.slots:
             self._drop_oldest()
         if self._track_gram:
-            cross = self._inner_products(slot, rows)  # (w, M + w) host, history order
+            cross = self._inner_products(slot, block, rows)  # (w, M + w) host, history order
             M, w = self._gram.shape[0], self.width
             gram = np.empty((M + w, M + w))
             gram[:M, :M] = self._gram
@@ -159,20 +228,25 @@ class QueryHistory:
         if self._ring is None:
             self._recent = (slot, rows)
 
-    def _inner_products(self, slot: int, rows: Any) -> np.ndarray:
+    def _inner_products(self, slot: int, block: int, rows: Any) -> np.ndarray:
         """``rows @ r.T`` for the kept blocks ``r`` in history order, then ``rows @ rows.T``,
         on the host: the new block's row and column of the Gram matrix."""
-        if not self.space.numpy:  # one product per block, one device-to-host copy
+        if not self._by_span:  # one product per block, one device-to-host copy
             pieces = [rows @ self.rows(s).T for s in self._order] + [rows @ rows.T]
             return self.space.to_host(self.space.xp.concat(pieces, axis=1))
-        total, scratch = None, self._scratch()
-        for span in self._spans:
-            part = rows[:, span] @ self._slot_columns(span, scratch).T
-            if total is None:
-                total = part
-            else:
-                total += part
-        return self.space.to_host(total)[:, self._positions([*self._order, slot])]
+        if self._cross is not None and self._cross[0] == block:
+            total = self._cross[1]  # formed by `step_and_new_block`
+        else:
+            total, scratch = None, self._scratch()
+            for span in self._spans:
+                part = rows[:, span] @ self._slot_columns(span, scratch).T
+                if total is None:
+                    total = part
+                else:
+                    total += part
+            total = self.space.to_host(total)
+        self._cross = None
+        return total[:, self._positions([*self._order, slot])]
 
     def _positions(self, slots: list[int]) -> np.ndarray:
         """Rows of the ring (physical order) of ``slots``' directions, in the order given."""
@@ -256,7 +330,7 @@ class QueryHistory:
                 raise ValueError(f"expected a ring buffer of shape {self._ring.shape}")
             self._ring = self.space.from_numpy(state["ring"])
         self._gram, self._values, self._blocks, self._order = gram, values, blocks, order
-        self._recent, self._pending = None, None
+        self._recent, self._pending, self._cross = None, None, None
         if state["pending"] is not None:
             slot, block = (int(v) for v in state["pending"])
             if slot not in range(self.slots):
@@ -300,7 +374,7 @@ class QueryHistory:
         coefficients with that span of every slot, formed in cache with no full-size
         temporary, the same for both storages.
         """
-        if not self.space.numpy:
+        if not self._by_span:
             coef, w, total = self.space.from_host(c), self.width, None
             for j, slot in enumerate(self._order):
                 part = coef[j * w : (j + 1) * w] @ self.rows(slot)
@@ -309,13 +383,17 @@ class QueryHistory:
                 else:
                     total += part
             return total
-        physical = np.zeros(self.slots * self.width)
-        physical[self._positions(self._order)] = c
-        coef = self.space.from_host(physical)
+        coef = self._physical(c)
         total, scratch = self.space.empty((self.space.dim,)), self._scratch()
         for span in self._spans:
             np.matmul(coef, self._slot_columns(span, scratch), out=total[span])
         return total
+
+    def _physical(self, c: np.ndarray) -> Any:
+        """Coefficients ``c`` in history order placed at their slots' rows (0 elsewhere)."""
+        physical = np.zeros(self.slots * self.width)
+        physical[self._positions(self._order)] = c
+        return self.space.from_host(physical)
 
     def snapshot(self, positions: slice = slice(None)) -> BlockRows:
         """The kept directions as immutable `BlockRows` (drawn again on use), keeping only the

@@ -150,8 +150,10 @@ class PaperZoVH(ReusesQueries, ZoVH):
     With ``product="decoupled"`` (Sec. 5.2, Regime 1) the Hessian and the gradient use two
     independent sets of ``K`` directions, ``2K`` evaluations per iteration.
 
-    The optimizer's own work per iteration is one pass over the history for the new inner
-    products and one for the combination ``p = sum_m c_m u_m``: ``O(M d)``.
+    The optimizer's own work per iteration is ``O(M d)``: the new block's inner products with
+    the kept directions and the combination ``p = sum_m c_m u_m``. On the CPU both are one
+    pass over the history: the step of a ``tell`` is formed in the next ``ask``, as it draws
+    the next block (reading `x` in between forms it then, with the same bits).
 
     A step more than ``max_amplification`` (10) times longer than the plain gradient step
     ``g / lambda`` of the same values comes from a Woodbury denominator near zero (a sampled
@@ -230,7 +232,46 @@ class PaperZoVH(ReusesQueries, ZoVH):
                 stacklevel=5,
             )
 
+    # On the CPU a step is formed lazily, in the next ask's pass over the directions
+    # (`QueryHistory.step_and_new_block`; with "seeds" storage that pass draws each kept block
+    # once instead of twice): `_x` reads the iterate, forming a deferred step first (the same
+    # bits), and writing it drops the deferred step.
+
+    @property
+    def _x(self) -> Any:
+        if self._deferred is not None:
+            c, scale, x = self._deferred
+            self._deferred = None
+            self._iterate = self.queries.step(c, scale, x)
+        return self._iterate
+
+    @_x.setter
+    def _x(self, value: Any) -> None:
+        self._deferred = None
+        self._iterate = value
+
+    def __getstate__(self) -> dict[str, Any]:
+        self._x  # noqa: B018 (forms a deferred step: a pickle holds no deferred step)
+        return super().__getstate__()
+
+    def _prepare(self) -> None:
+        if self._deferred is None:
+            super()._prepare()
+            return
+        c, scale, x = self._deferred
+        self._deferred = None
+        self._iterate = self.queries.step_and_new_block(c, scale, x)
+
+    def _settle(self) -> None:
+        """Form a deferred step now: the kept queries it combines are about to go."""
+        self._x  # noqa: B018
+
+    def _set_smoothing(self, smoothing: float) -> None:
+        self._settle()
+        super()._set_smoothing(smoothing)
+
     def _discard_all(self) -> None:
+        self._settle()
         super()._discard_all()
         self._step_sq, self._coefficients = None, None
 
@@ -270,10 +311,11 @@ class PaperZoVH(ReusesQueries, ZoVH):
     def _move(self, learning_rate: float) -> None:
         if self._coefficients is None:
             return
-        step = self.queries.combine(self._coefficients)
-        step *= -learning_rate  # x - lr * p, bit for bit, without a second temporary
-        step += self._x
-        self._x = step
+        x = self._x
+        if self.queries.fuses_steps:  # formed in the next ask (or when `_x` is read)
+            self._deferred = (self._coefficients, -learning_rate, x)
+        else:
+            self._x = self.queries.step(self._coefficients, -learning_rate, x)
 
     def _regularization(self, sq_norms: np.ndarray, nu: np.ndarray) -> float:
         """lambda: the option's, or with the step rule "auto" ``POLE_MARGIN`` times the largest
