@@ -187,8 +187,9 @@ def minimize(
     directions : {"vectors", "seeds"}, default "vectors" (``"zovh"``, ``"zoar"``)
         Keep the ``N K`` history directions in one ``(N K, d)`` ring buffer, or only the block
         numbers of the run's counter-based generator and draw them again when needed
-        (``O(N K)`` numbers plus the ``K`` directions of the current iteration, at the price of
-        drawing the ``(N - 1) K`` older ones twice per iteration). With the curvature model,
+        (``O(N K)`` numbers plus the ``K`` directions of the newest iteration, at the price of
+        drawing the ``(N - 1) K`` older ones again every iteration: twice on a GPU, once on
+        the CPU, where the step and the next block share one pass). With the curvature model,
         the ``(N - 1) P`` directions of the earlier iterations, drawn again once per iteration
         (their centres and whitenings, ``2 (N - 1) d`` floats, are kept). Both give
         bit-identical runs.
