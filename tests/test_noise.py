@@ -10,6 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 import zovh_opt
+from zovh_opt.problems import ackley
 
 D, SIGMA, RUNS = 100, 1.0, 8
 
@@ -58,4 +59,64 @@ def test_noisy_on_a_deterministic_objective_reports_f_at_x():
         options={"learning_rate": 1e-3, "maxiter": 50, "noisy": True, "final_evaluations": 3},
     )
     assert res.fun == float(res.x @ res.x) and res.fun_std_error == 0.0
-    assert res.nfev == 50 * 3 + 3
+    assert res.nfev == 50 * 3 + 3 * 3  # final iterate and x0 compared, then x measured
+
+
+def recorded(f, sigma, seed):
+    """``f`` plus noise, keeping every point evaluated and its value."""
+    noise, points, values = np.random.default_rng(seed), [], []
+
+    def noisy(x):
+        points.append(np.array(x))
+        values.append(float(f(x)) + sigma * noise.standard_normal())
+        return values[-1]
+
+    return noisy, points, values
+
+
+def test_a_noisy_run_that_ends_above_its_start_returns_the_start():
+    """Where noise buries the slope (Ackley, d = 1000, sigma = 1, 8 d evaluations) the step
+    rule accepts trials by chance and the iterate drifts uphill. The end compares the final
+    iterate with x0 on ``final_evaluations`` fresh values each, then measures the lower one
+    ``final_evaluations`` times more: ``x`` is x0 and ``fun`` the mean of those last values,
+    which the choice did not see."""
+    n, d = 10, 1000
+    x0 = np.random.default_rng(0).standard_normal(d)
+    fun, points, values = recorded(ackley, 1.0, 5)
+    res = zovh_opt.minimize(fun, x0, rng=0, options={"maxfev": 8 * d, "noisy": True})
+    final = points[-3 * n]
+    assert ackley(final) > ackley(x0) + 0.3  # the drift this guards against
+    assert all(np.array_equal(p, final) for p in points[-3 * n : -2 * n])
+    assert all(np.array_equal(p, x0) for p in points[-2 * n :])
+    assert np.mean(values[-2 * n : -n]) < np.mean(values[-3 * n : -2 * n])
+    assert np.array_equal(res.x, x0) and "x is the start" in res.message
+    assert res.fun == sum(values[-n:]) / n and res.nfev == len(points) <= 8 * d
+
+
+def test_a_noisy_run_that_made_progress_returns_its_final_iterate():
+    n = 10
+    fun, points, values = recorded(lambda x: float(x @ x), 1.0, 6)
+    res = zovh_opt.minimize(fun, np.ones(D), rng=1, options={"maxfev": 3000, "noisy": True})
+    assert float(res.x @ res.x) < D / 10 and "start" not in res.message
+    assert all(np.array_equal(p, res.x) for p in points[-3 * n : -2 * n] + points[-n:])
+    assert all(np.array_equal(p, np.ones(D)) for p in points[-2 * n : -n])
+    assert res.fun == sum(values[-n:]) / n
+
+
+def test_a_checkpoint_between_the_comparison_and_the_last_measurement(tmp_path):
+    options = {"learning_rate": 1e-3, "maxiter": 20, "noisy": True, "final_evaluations": 4}
+    fun, _, _ = recorded(lambda x: float(x @ x), 1.0, 7)
+    opt = zovh_opt.Optimizer(np.ones(D), rng=2, options=options)
+    while len(opt.ask()) != 8:  # the comparison: 4 values at the final iterate, 4 at x0
+        opt.tell([fun(p) for p in opt.pending])
+    opt.tell([fun(p) for p in opt.pending])
+    opt.save(tmp_path / "run.npz")
+    loaded = zovh_opt.Optimizer.load(tmp_path / "run.npz")
+    results = []
+    for o in (opt, loaded):
+        points = o.ask()
+        assert points.shape == (4, D) and not o.done
+        o.tell([float(p @ p) for p in points])
+        results.append(o.result())
+    assert results[0].fun == results[1].fun and np.array_equal(results[0].x, results[1].x)
+    assert opt.done and loaded.done and results[0].nfev == 20 * 3 + 12

@@ -221,9 +221,11 @@ def minimize(
         Stop (status 4, success) once a point with ``f <= ftarget`` has been evaluated (with
         ``noisy=True``: once an iteration's f estimate is that low).
     noisy : bool, default False
-        The objective is noisy: report the final iterate and an unbiased ``fun`` (see Notes).
+        The objective is noisy: report the final iterate (or ``x0`` where the run ended above
+        it) and an unbiased ``fun`` (see Notes).
     final_evaluations : int, default 1 (10 with ``noisy=True``)
-        Evaluations at the final iterate.
+        Evaluations at the final iterate (with ``noisy=True`` three times as many: the
+        comparison with ``x0``, then the returned point).
     max_restarts : int, default 5
         Restarts after 10 iterations in a row without finite values, before the next such
         failure ends the run with status 3. Divergence of a fixed rate always restarts.
@@ -249,7 +251,8 @@ def minimize(
     biased low (it picks favourable noise) and its point is not the best one. Pass
     ``noisy=True``: ``x`` is then the final iterate, ``fun`` the mean of
     ``final_evaluations`` fresh values there (unbiased for ``f(x)``) and ``fun_std_error`` its
-    standard error.
+    standard error. Where noise decided the step rule's comparisons and the iterate drifted
+    uphill, ``x`` is ``x0``: the run ends by comparing the two on fresh values.
 
     With a float ``learning_rate``, ``K = 3``, ``N = 4``, ``mu = 0.1`` and ``lambda = 0.1``
     are the paper's (Appx. F.2), and the run is its Algorithm 1. There is no

@@ -164,9 +164,11 @@ class Optimizer:
     Notes
     -----
     **Order of a run.** Iterations, until a stopping rule fires; then one final ask: the
-    iterate itself, ``final_evaluations`` times. With ``learning_rate="auto"`` (the default)
-    each iteration after the first either measures the step rule's centre or tries a step
-    from it, kept or undone on the mean of its values (`zovh_opt.minimize`, ``learning_rate``).
+    iterate itself, ``final_evaluations`` times (with ``noisy=True`` two: the iterate and
+    ``x0``, ``final_evaluations`` times each, then the lower of the two as many times).
+    With ``learning_rate="auto"`` (the default) each iteration after the first either
+    measures the step rule's centre or tries a step from it, kept or undone on the mean of
+    its values (`zovh_opt.minimize`, ``learning_rate``).
 
     **Failed evaluations.** An evaluation that returns NaN or +-inf is missing data: its
     iteration is dropped (none of its values reaches the estimators, the iterate stays, and
@@ -201,7 +203,11 @@ class Optimizer:
     With ``noisy=True`` the minimum of noisy values is a biased pick (it favours points whose
     noise was negative), so ``x`` is the final iterate and ``fun`` the mean of
     ``final_evaluations`` (default 10) fresh evaluations there, with its standard error in
-    ``fun_std_error``; ``ftarget`` then compares the f estimate of each iteration.
+    ``fun_std_error``; ``ftarget`` then compares the f estimate of each iteration. Where the
+    noise buries the slope, the step rule accepts trials by chance and the iterate can drift
+    uphill; so the final iterate is first compared with ``x0`` on ``final_evaluations`` fresh
+    values each, and where ``x0``'s mean is lower ``x`` is ``x0`` (the message says so).
+    ``fun`` comes from the evaluations after that choice, so it stays unbiased.
 
     **Nothing is aliased.** ``x0`` is copied; ``ask``, `pending`, ``x`` and `result` return
     new arrays, and the optimizer never reads an array it has handed out, so the caller (and
@@ -273,7 +279,7 @@ class Optimizer:
             norm = float(self.xp.linalg.vector_norm(x0))
             self._x0_scale = length_scale(norm, self._step.space.dim)
         per_iteration = self._step.points_per_iteration
-        final = self.options["final_evaluations"]
+        final = self._final_evaluations()
         if self.options["maxfev"] is None:
             self.options["maxfev"] = max(
                 MAXFEV_PER_DIMENSION * self._step.space.dim, per_iteration + final
@@ -300,6 +306,10 @@ class Optimizer:
         self._scale: float | None = None  # of f: the first batch's (divergence test, ftol)
         self._first = math.nan  # f estimate of the first finite iteration
         self._final_values: list[float] | None = None
+        # noisy: the start, compared with the final iterate at the end (steps make new arrays:
+        # a reference), and the values of that comparison once in
+        self._start = self._step.x if self.options["noisy"] else None
+        self._compared: list[float] | None = None
         self._recent: list[float] = []  # f estimates of the current ftol window
         self._previous_median = math.nan  # of the window before
         self._trace = {"nit": array("q"), "nfev": array("q"), "fun": array("d")}
@@ -550,6 +560,8 @@ class Optimizer:
             "x0_scale": self._x0_scale,
             "first": self._first,
             "final_values": self._final_values,
+            "start": self._start,
+            "compared": self._compared,
             "recent": list(self._recent),
             "previous_median": self._previous_median,
             "trace": self._trace,
@@ -593,6 +605,9 @@ class Optimizer:
         opt._first = float(state["first"])
         final = state["final_values"]
         opt._final_values = None if final is None else [float(v) for v in final]
+        start, compared = state.get("start"), state.get("compared")
+        opt._start = None if start is None else user(vector(start))
+        opt._compared = None if compared is None else [float(v) for v in compared]
         opt._recent = [float(v) for v in state["recent"]]
         opt._previous_median = float(state["previous_median"])
         opt._trace = {
@@ -619,16 +634,47 @@ class Optimizer:
         if self._phase == "iterate":
             self._check_budgets()
         if self._phase == "final":
-            n = self.options["final_evaluations"]
+            n = self.options["final_evaluations"] * (2 if self._comparing() else 1)
         else:
             self._step.prepare()
             n = self._step.points_per_iteration
         self._pending, self._partial = self._phase, [None] * n
 
+    def _final_evaluations(self) -> int:
+        """Evaluations after the last iteration: ``final_evaluations``, three times as many
+        with ``noisy=True`` (the comparison with the start, then the returned point)."""
+        return self.options["final_evaluations"] * (3 if self.options["noisy"] else 1)
+
+    def _comparing(self) -> bool:
+        """Whether the next final ask compares the final iterate with the start."""
+        return self._start is not None and self._compared is None
+
+    def _final_point(self, i: int) -> Any:
+        """Point ``i`` of the final ask (a new array): the final iterate, the start for the
+        second half of a comparison, or the point chosen by the comparison."""
+        n = self.options["final_evaluations"]
+        if (i >= n) if self._comparing() else self._chose_start():
+            return self._to_user(self._start)
+        return self.x
+
+    def _to_user(self, x: Any) -> Any:
+        """A new array of ``x``, mapped onto the box where there is one."""
+        return self._box.to_box(x) if self._box is not None else self.xp.asarray(x, copy=True)
+
+    def _chose_start(self) -> bool:
+        """Whether the comparison found the start lower than the final iterate: the mean of
+        its ``final_evaluations`` values below the final iterate's (missing or non-finite
+        values count as infinitely high)."""
+        if self._compared is None:
+            return False
+        n = self.options["final_evaluations"]
+        at_x, at_start = _mean(self._compared[:n]), _mean(self._compared[n:])
+        return math.isfinite(at_start) and not at_start >= at_x
+
     def _point(self, i: int) -> Any:
         """Point ``i`` of the pending ask, as a new array."""
         if self._pending == "final":
-            return self.x
+            return self._final_point(i)
         if self._box is not None:
             return self._box.to_box(self._step.pending_point(i))
         return self._step.pending_point(i)
@@ -638,7 +684,7 @@ class Optimizer:
         n = len(self._partial)
         if indices is None or list(indices) == list(range(n)):
             if self._pending == "final":
-                return self.xp.stack([self.x] * n)
+                return self.xp.stack([self._final_point(i) for i in range(n)])
             if self._box is not None:
                 return self._box.to_box(self._step.pending_points())
             return self._step.pending_points()
@@ -653,6 +699,13 @@ class Optimizer:
         bad = sum(not math.isfinite(v) for v in values)
         self._failed_evaluations += bad
         if phase == "final":
+            if self._comparing():
+                self._compared = list(values)  # the next final ask measures the choice
+                if self._chose_start():
+                    self.message += (
+                        " The final iterate's mean value was above the start's: x is the start."
+                    )
+                return
             self._final_values = list(values)
             self._phase = "done"
             return
@@ -768,7 +821,7 @@ class Optimizer:
 
     def _check_budgets(self) -> None:
         opts = self.options
-        reserve = self._step.points_per_iteration + opts["final_evaluations"]
+        reserve = self._step.points_per_iteration + self._final_evaluations()
         if opts["maxiter"] is not None and self.nit >= opts["maxiter"]:
             self.stop(
                 MAXITER,
@@ -835,7 +888,7 @@ class Optimizer:
             n = len(final)
             spread = sum((v - mean) * (v - mean) for v in final) / max(n - 1, 1)
             error = math.sqrt(spread / n) if n > 1 else math.nan
-            return self.x, mean, {"fun_std_error": error}
+            return self._final_point(0), mean, {"fun_std_error": error}
         extra = {"fun_std_error": math.nan} if self.options["noisy"] else {}
         if self._best is None:
             return self.x, math.nan, extra
