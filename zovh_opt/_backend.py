@@ -103,6 +103,10 @@ def real_scalar(value: Any, what: str) -> float:
         If ``value`` is not real (bool, complex, a string...) or has more than one element;
         ``what`` names it in the message.
     """
+    if type(value) is float:  # the common cases first, without a namespace lookup
+        return value
+    if isinstance(value, (np.floating, np.integer)):  # NumPy scalars: 10 us through the lookup
+        return float(value)
     if array_api_compat.is_array_api_obj(value):
         xp = array_api_compat.array_namespace(value)
         size = math.prod(value.shape)
