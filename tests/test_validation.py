@@ -170,7 +170,7 @@ def test_minimum_directions_per_method(method, options, minimum):
         ("zo-sgd", {}, 5),
         ("hizoo", {}, 4),
         ("mezo", {"n_directions": 2}, 5),
-        ("zovh", {"curvature": "off", "noisy": True}, 13),
+        ("zovh", {"curvature": "off", "noisy": True}, 3 + 3 * 10),  # x and x0, then x
         ("zovh", {"curvature": "off", "product": "decoupled", "final_evaluations": 2}, 8),
     ],
 )
