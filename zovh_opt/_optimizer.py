@@ -323,9 +323,7 @@ class Optimizer:
     @property
     def x(self) -> Any:
         """A copy of the current iterate (with bounds: its image in the box)."""
-        if self._box is not None:
-            return self._box.to_box(self._step.x)
-        return self.xp.asarray(self._step.x, copy=True)
+        return self._to_user(self._step.x)
 
     @property
     def nfev(self) -> int:

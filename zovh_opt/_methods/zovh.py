@@ -240,9 +240,7 @@ class PaperZoVH(ReusesQueries, ZoVH):
     @property
     def _x(self) -> Any:
         if self._deferred is not None:
-            c, scale, x = self._deferred
-            self._deferred = None
-            self._iterate = self.queries.step(c, scale, x)
+            self._iterate = self.queries.step(*self._take_deferred())
         return self._iterate
 
     @_x.setter
@@ -250,20 +248,23 @@ class PaperZoVH(ReusesQueries, ZoVH):
         self._deferred = None
         self._iterate = value
 
+    def _take_deferred(self) -> tuple[np.ndarray, float, Any]:
+        """The deferred step's coefficients, scale and base point; none is deferred after."""
+        deferred, self._deferred = self._deferred, None
+        return deferred
+
     def __getstate__(self) -> dict[str, Any]:
-        self._x  # noqa: B018 (forms a deferred step: a pickle holds no deferred step)
+        self._settle()  # a pickle holds no deferred step
         return super().__getstate__()
 
     def _prepare(self) -> None:
         if self._deferred is None:
             super()._prepare()
             return
-        c, scale, x = self._deferred
-        self._deferred = None
-        self._iterate = self.queries.step_and_new_block(c, scale, x)
+        self._iterate = self.queries.step_and_new_block(*self._take_deferred())
 
     def _settle(self) -> None:
-        """Form a deferred step now: the kept queries it combines are about to go."""
+        """Form a deferred step now (the kept queries it combines are about to go)."""
         self._x  # noqa: B018
 
     def _set_smoothing(self, smoothing: float) -> None:
