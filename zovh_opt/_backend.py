@@ -25,6 +25,8 @@ from __future__ import annotations
 
 import math
 import numbers
+from collections.abc import Mapping, Sequence
+from collections.abc import Set as AbstractSet
 from typing import Any
 
 import array_api_compat
@@ -144,11 +146,39 @@ def to_host_floats(values: Any, what: str) -> list[float]:
         if not xp.isdtype(values.dtype, ("real floating", "integral")):
             raise TypeError(f"{what} must be real numbers, got dtype {values.dtype}")
         return [float(v) for v in to_numpy(values).tolist()]
-    if isinstance(values, (str, bytes)) or not hasattr(values, "__iter__"):
-        raise TypeError(f"{what} must be a sequence of real numbers, got {type(values).__name__}")
+    if (
+        isinstance(values, (str, bytes, Mapping, AbstractSet))
+        or not hasattr(values, "__iter__")
+    ):
+        # a dict's iteration gives its keys, a set's an arbitrary order: neither are values
+        raise TypeError(
+            f"{what} must be a sequence of real numbers in the order of the points, "
+            f"got {type(values).__name__}"
+        )
+    if not isinstance(values, Sequence):  # a generator or iterator is read once, here
+        values = list(values)
     if all(isinstance(v, float) for v in values):  # Python floats and NumPy float64 scalars
         return [float(v) for v in values]
     return [real_scalar(v, f"each of {what}") for v in values]
+
+
+def norm(v: Any) -> float:
+    """The Euclidean norm of the array ``v`` as a float, free of overflow and underflow.
+
+    ``vector_norm`` squares the entries: in float64 entries above ``1e154`` overflow to
+    ``inf`` and entries below ``1e-154`` vanish (float32: ``1e19``, ``1e-19``). Where the
+    plain norm is ``inf`` or below ``sqrt(tiny / eps)`` it is computed again from ``v``
+    divided by its largest entry (two more passes, only then).
+    """
+    xp = array_api_compat.array_namespace(v)
+    plain = float(xp.linalg.vector_norm(v))
+    info = xp.finfo(v.dtype)
+    if plain >= math.sqrt(float(info.smallest_normal) / float(info.eps)) and plain < math.inf:
+        return plain
+    largest = float(xp.max(xp.abs(v)))
+    if not (0 < largest < math.inf):
+        return plain if largest == 0 or math.isnan(plain) else largest
+    return largest * float(xp.linalg.vector_norm(v / largest))
 
 
 def _is_cpu(x: Any) -> bool:
@@ -432,7 +462,9 @@ class DirectionSource:
                 return cupy.random.default_rng(self._seed(block)).standard_normal(
                     (n, d), dtype=space.dtype
                 )
-        u = self._numpy_block(block, (n, d), np.dtype(str(space.dtype).split(".")[-1]), None)
+        # NumPy arrays with a torch.Generator's key (the generator seeded the key), and
+        # array-api-strict: NumPy's generator, then into the space
+        u = self._numpy_block(block, (n, d), np.dtype(space.dtype_name), None)
         return space.xp.asarray(u, device=space.device)
 
     def _numpy_block(self, block: int, shape: tuple[int, int], dtype: Any, out: Any) -> Any:

@@ -28,7 +28,8 @@ from typing import Any
 import numpy as np
 from scipy.optimize import Bounds, OptimizeWarning
 
-from ._backend import ArraySpace
+from ._backend import ArraySpace, norm
+from ._step_size import length_scale
 
 __all__ = ["Box", "box_of"]
 
@@ -115,19 +116,28 @@ class Box:
     def __init__(self, lower: np.ndarray, upper: np.ndarray, space: ArraySpace) -> None:
         self.space = space
         self.host = (lower, upper)
+        lower, upper = _inward(lower, upper, space.dtype_name)
+        dtype = np.dtype(space.dtype_name)
         has_lower, has_upper = np.isfinite(lower), np.isfinite(upper)
         both = has_lower & has_upper
-        width = np.where(both, upper - lower, 0.0)
-        margin_lower = np.where(both, MARGIN * width, MARGIN * np.maximum(np.abs(lower), 1.0))
-        margin_upper = np.where(both, MARGIN * width, MARGIN * np.maximum(np.abs(upper), 1.0))
-        fixed = both & (width == 0)
+        # halves first: the width of a box wider than the largest float is not formed
+        half = np.where(both, upper / 2 - lower / 2, 0.0)
+        margin_lower = np.where(both, 2 * MARGIN * half, MARGIN * np.maximum(np.abs(lower), 1.0))
+        margin_upper = np.where(both, 2 * MARGIN * half, MARGIN * np.maximum(np.abs(upper), 1.0))
+        fixed = both & (half == 0)
         # finite stand-ins where a bound is open, so no inf - inf is ever formed
         low = np.where(has_lower, lower, 0.0)
         high = np.where(has_upper, upper, 0.0)
         al = np.where(fixed | ~has_lower, 1.0, margin_lower)
         au = np.where(fixed | ~has_upper, 1.0, margin_upper)
-        start = low - 2 * al - width / 2  # one period is [start, start + period)
-        period = 2 * (width + al + au)
+        with np.errstate(over="ignore", invalid="ignore"):
+            start = low - 2 * al - half  # one period is [start, start + period)
+            period = 4 * half + 2 * (al + au)
+            # a period the run's dtype cannot hold: the map reflects once at each side and
+            # the clip does the rest (only points beyond the largest float are affected)
+            periodic = both & np.isfinite(start.astype(dtype)) & np.isfinite(period.astype(dtype))
+            below = np.where(has_lower, low - al, -math.inf)
+            above = np.where(has_upper, high + au, math.inf)
         arrays = {
             "lower": lower,
             "upper": upper,
@@ -135,19 +145,27 @@ class Box:
             "high": high,
             "al": al,
             "au": au,
-            "start": np.where(both, start, 0.0),
-            "period": np.where(both, period, 1.0),
+            "start": np.where(periodic, start, 0.0),
+            "period": np.where(periodic, period, 1.0),
             # reflection and parabola thresholds; +-inf where a side is open
-            "below": np.where(has_lower, low - al, -math.inf),
-            "above": np.where(has_upper, high + au, math.inf),
+            "below": below,
+            "above": above,
             "inner_low": np.where(has_lower, low + al, -math.inf),
             "inner_high": np.where(has_upper, high - au, math.inf),
+            # the start's coordinates closer to a bound than this are moved to it (`start`)
+            "start_low": np.where(has_lower & ~fixed, low + al / 4, -math.inf),
+            "start_high": np.where(has_upper & ~fixed, high - au / 4, math.inf),
         }
-        self._periodic = bool(both.any())
-        self._both = space.from_host(both.astype(np.float64)) > 0 if self._periodic else None
+        self.fixed_count = int(fixed.sum())
+        with np.errstate(over="ignore"):  # a width beyond the largest float: the largest
+            widths = np.where(both, np.minimum(2 * half, np.finfo(dtype).max), math.inf)
+        self._widths = space.from_host(widths) if both.any() else None
+        self._periodic = bool(periodic.any())
+        self._both = space.from_host(periodic.astype(np.float64)) > 0 if self._periodic else None
         self._fixed = space.from_host(fixed.astype(np.float64)) > 0 if fixed.any() else None
-        for name, values in arrays.items():
-            setattr(self, "_" + name, space.from_host(values))
+        with np.errstate(over="ignore"):  # a threshold beyond the dtype's range is +-inf
+            for name, values in arrays.items():
+                setattr(self, "_" + name, space.from_host(values))
 
     def to_box(self, z: Any) -> Any:
         """``phi(z)`` for a user array ``z`` of shape ``(d,)`` or ``(n, d)``: a new array.
@@ -173,18 +191,22 @@ class Box:
         """``phi`` of the entries ``y``; ``picked(a)`` gives the per-coordinate array ``a`` at
         those entries."""
         xp = self.space.xp
-        start, period = picked(self._start), picked(self._period)
         above, below = picked(self._above), picked(self._below)
-        if self._periodic:
-            shifted = start + xp.remainder(y - start, period)
-            beyond = picked(self._both) & ((y < start) | (y >= start + period))
-            y = xp.where(beyond, shifted, y)
-        y = xp.where(y > above, 2 * above - y, y)
-        y = xp.where(y < below, 2 * below - y, y)
-        left = picked(self._low) + (y - below) ** 2 / (4 * picked(self._al))
-        right = picked(self._high) - (y - above) ** 2 / (4 * picked(self._au))
-        y = xp.where(y < picked(self._inner_low), left, y)
-        y = xp.where(y > picked(self._inner_high), right, y)
+        with np.errstate(over="ignore", invalid="ignore"):  # NumPy's warnings, for +-inf
+            if self._periodic:
+                start, period = picked(self._start), picked(self._period)
+                shifted = start + xp.remainder(y - start, period)
+                beyond = picked(self._both) & ((y < start) | (y >= start + period))
+                y = xp.where(beyond, shifted, y)
+            # reflections written as b + (b - y): 2 b overflows for a bound near the largest float
+            y = xp.where(y > above, above + (above - y), y)
+            y = xp.where(y < below, below + (below - y), y)
+            al, au = picked(self._al), picked(self._au)
+            # (y - b)^2 / (4 a) as a t^2 with t = (y - b) / (2 a) in [0, 1]: no overflow
+            left = picked(self._low) + ((y - below) / (2 * al)) ** 2 * al
+            right = picked(self._high) - ((above - y) / (2 * au)) ** 2 * au
+            y = xp.where(y < picked(self._inner_low), left, y)
+            y = xp.where(y > picked(self._inner_high), right, y)
         lower, upper = picked(self._lower), picked(self._upper)
         if self._fixed is not None:
             y = xp.where(picked(self._fixed), lower, y)
@@ -195,15 +217,31 @@ class Box:
         space = self.space
         xp = space.xp
         x = space.to_compute(x)
-        distance_low = xp.maximum(x - self._low, xp.zeros_like(x))
-        distance_high = xp.maximum(self._high - x, xp.zeros_like(x))
-        left = self._below + 2 * xp.sqrt(self._al * distance_low)
-        right = self._above - 2 * xp.sqrt(self._au * distance_high)
+        # distances to the bounds, formed only where they are at most a: never overflow
+        distance_low = xp.maximum(xp.minimum(x, self._inner_low) - self._low, xp.zeros_like(x))
+        distance_high = xp.maximum(self._high - xp.maximum(x, self._inner_high), xp.zeros_like(x))
+        left = self._below + 2 * xp.sqrt(self._al) * xp.sqrt(distance_low)
+        right = self._above - 2 * xp.sqrt(self._au) * xp.sqrt(distance_high)
         z = xp.where(x < self._inner_low, left, x)
         z = xp.where(x > self._inner_high, right, z)
         if self._fixed is not None:
             z = xp.where(self._fixed, self._lower, z)
         return space.to_user(z)
+
+    def start(self, x0: Any) -> Any:
+        """The run's first ``z`` for a start ``x0`` in the box: `from_box`, except that a
+        coordinate within a quarter margin of a bound starts at ``z = l`` (``u``), where
+        ``phi(z) = l + a / 4`` and ``phi`` has slope 1/2.
+
+        On the bound itself ``phi`` has slope 0, ``f o phi`` is even about that ``z`` in the
+        coordinate, and every smoothed estimate of its slope there is 0: a run started on a
+        face would never leave it, though ``f`` falls into the box.
+        """
+        xp = self.space.xp
+        x = self.space.to_compute(x0)
+        x = xp.where(x < self._start_low, self._start_low, x)
+        x = xp.where(x > self._start_high, self._start_high, x)
+        return self.from_box(self.space.to_user(x))
 
     def excludes(self, x: Any) -> bool:
         """Whether some entry of the user array ``x`` lies outside the box."""
@@ -217,6 +255,49 @@ class Box:
         x = self.space.to_compute(x)
         return self.space.to_user(xp.minimum(xp.maximum(x, self._lower), self._upper))
 
+    def length_scale(self, x0: Any) -> float:
+        """The run's length scale ``l`` for a start ``x0`` in the box: the norm of the
+        coordinates' own scales, ``|x0_i|`` capped at the width ``u - l``, or that width where
+        ``x0_i = 0`` (``sqrt(d)`` when all are 0). Not ``|z0|``: a start near a bound may sit
+        near ``z = 0`` by accident of the margins."""
+        xp = self.space.xp
+        x = xp.abs(self.space.to_compute(x0))
+        if self._widths is not None:
+            x = xp.where(x > 0, xp.minimum(x, self._widths), self._widths)
+        # at most a sixteenth of the largest float: the queries stay finite around x0
+        largest = float(xp.finfo(self.space.dtype).max) / 16
+        return min(length_scale(norm(x), self.space.dim), largest)
+
+    @property
+    def all_fixed(self) -> bool:
+        """Whether the bounds fix every variable (``lower == upper``)."""
+        return self.fixed_count == self.space.dim
+
     def state(self) -> list[np.ndarray]:
         """The float64 bounds, for a checkpoint."""
         return [self.host[0], self.host[1]]
+
+
+def _inward(lower: np.ndarray, upper: np.ndarray, dtype: str) -> tuple[np.ndarray, np.ndarray]:
+    """The float64 bounds rounded inward to numbers of ``dtype`` (float32 cannot hold 0.1: its
+    nearest number above would let points out of the box), as float64 arrays.
+
+    A bound beyond the dtype's range becomes its largest number (a lower bound above it, or an
+    upper bound below minus it, leave no point: ``ValueError``); a fixed variable whose value
+    the dtype cannot hold takes the nearest number.
+    """
+    if dtype == "float64":
+        return lower, upper
+    kind = np.dtype(dtype)
+    with np.errstate(over="ignore"):
+        lo, hi = lower.astype(kind), upper.astype(kind)
+    lo = np.where(lo.astype(np.float64) < lower, np.nextafter(lo, kind.type(np.inf)), lo)
+    hi = np.where(hi.astype(np.float64) > upper, np.nextafter(hi, kind.type(-np.inf)), hi)
+    if (lo == np.inf).any() or (hi == -np.inf).any():
+        raise ValueError(f"bounds leave no finite {dtype} point: a bound is beyond its range")
+    crossed = lo > hi  # an interval narrower than the dtype's spacing: its nearest number
+    if crossed.any():
+        with np.errstate(over="ignore"):
+            nearest = lower.astype(kind)
+        lo, hi = np.where(crossed, nearest, lo), np.where(crossed, nearest, hi)
+    return lo.astype(np.float64), hi.astype(np.float64)

@@ -13,10 +13,14 @@ Nothing in the file is code and nothing is unpickled: `read` verifies the checks
 whole file before it parses anything, and reads the arrays with ``allow_pickle=False``.
 `write` writes a temporary file in the target's directory, flushes it to disk and renames it
 over the target (``os.replace``), so an interrupted save leaves the previous checkpoint whole.
+A symbolic link is written through (its target is replaced, the link stays, as
+``numpy.savez`` does); a path that is not a regular file (a FIFO, a device such as
+``/dev/null``, a directory) is refused, never replaced.
 """
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import io
 import json
@@ -74,9 +78,20 @@ def write(path: Any, state: dict[str, Any], *, package_version: str) -> None:
     header = {"format": FORMAT, "version": VERSION, "zovh_opt": package_version, "state": tree}
     header_bytes = json.dumps(header, allow_nan=False, separators=(",", ":")).encode()
     path = os.fspath(path)
-    directory = os.path.dirname(os.path.abspath(path))
+    # through symbolic links, as numpy.savez writes: the link stays and its target is updated
+    target = os.path.realpath(path)
+    if os.path.lexists(target) and not os.path.isfile(target):
+        raise FileExistsError(
+            errno.EEXIST,
+            "is not a regular file (a directory, FIFO, device or socket); a checkpoint "
+            "replaces only a regular file",
+            path,
+        )
+    directory = os.path.dirname(target)
+    if not os.path.isdir(directory):
+        raise FileNotFoundError(errno.ENOENT, "no such directory for the checkpoint", path)
     temporary = os.path.join(
-        directory, f".{os.path.basename(path)}.{os.getpid()}.{secrets.token_hex(4)}.partial"
+        directory, f".{os.path.basename(target)}.{os.getpid()}.{secrets.token_hex(4)}.partial"
     )
     # 0o666 less the umask, as `open` would give the file (mkstemp's files are 0o600)
     fd = os.open(temporary, os.O_RDWR | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0), 0o666)
@@ -95,7 +110,7 @@ def write(path: Any, state: dict[str, Any], *, package_version: str) -> None:
             file.write(digest.encode())
             file.flush()
             os.fsync(file.fileno())
-        os.replace(temporary, path)
+        os.replace(temporary, target)
     except BaseException:
         try:
             os.unlink(temporary)

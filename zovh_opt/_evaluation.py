@@ -13,7 +13,8 @@ import numbers
 import os
 import pickle
 import signal
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Set as AbstractSet
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from contextlib import contextmanager
 from typing import Any
@@ -106,7 +107,15 @@ def _evaluate_batch(call: _Call, out: list, points: Callable[[list[int]], Any]) 
 
 def _evaluate_mapped(mapper: Callable[..., Any], call: _Call, out: list, point: Any) -> None:
     todo = _missing(out)
-    results = iter(mapper(call, (point(i) for i in todo)))
+    mapped = mapper(call, (point(i) for i in todo))
+    if mapped is None or isinstance(mapped, (Mapping, AbstractSet)) or not hasattr(
+        mapped, "__iter__"
+    ):
+        raise TypeError(
+            "workers must be a map-like callable that returns the values in the order of the "
+            f"points (an iterable), got {type(mapped).__name__} from {mapper!r}"
+        )
+    results = iter(mapped)
     for k, i in enumerate(todo):
         try:
             value = next(results)

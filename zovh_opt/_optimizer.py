@@ -8,8 +8,10 @@ values, the iterate and two numbers per step (its length and its amplification).
 
 from __future__ import annotations
 
+import functools
 import math
 import statistics
+import threading
 import time
 import warnings
 from array import array
@@ -35,7 +37,6 @@ from ._options import (
     positive_real,
     resolve,
 )
-from ._step_size import length_scale
 
 __all__ = ["Optimizer"]
 
@@ -57,10 +58,11 @@ XTOL_PER_SQRT_EPS = 1e-3  # default xtol = 1e-3 sqrt(eps): 1.5e-11 (float64), 3.
 
 
 def _disp(name: str, value: Any) -> int:
-    """``False`` (0), ``True`` (-1: about 20 rows a run) or print every ``value`` iterations."""
+    """``False`` or ``0`` (0: silent), ``True`` (-1: about 20 rows a run) or print every
+    ``value`` iterations, as SciPy's ``disp`` takes 0 and 1 for False and True."""
     if isinstance(value, bool):
         return -1 if value else 0
-    return integer_between(1, BIG)(name, value)
+    return integer_between(0, BIG)(name, value)
 
 
 BIG = 2**62  # counts beyond any run: an upper bound that keeps every count a 64-bit integer
@@ -85,6 +87,27 @@ DRIVER_OPTIONS: dict[str, Option] = {
     "disp": Option(False, _disp),
     "progress": Option(False, boolean),
 }
+
+
+def _exclusive(method: Callable[..., Any]) -> Callable[..., Any]:
+    """Run ``method`` holding the optimizer's lock; another thread gets a clear error at once
+    (never a half-updated state, never a wait). The lock is re-entrant: a callback of `run`
+    may `save` from the same thread."""
+
+    @functools.wraps(method)
+    def guarded(self: Optimizer, *args: Any, **kwargs: Any) -> Any:
+        if not self._lock.acquire(blocking=False):
+            raise RuntimeError(
+                "this Optimizer is in use by another thread: ask, tell, discard, run and save "
+                "of one optimizer must not overlap (drive it from one thread, or hold a lock "
+                "of your own around each call)"
+            )
+        try:
+            return method(self, *args, **kwargs)
+        finally:
+            self._lock.release()
+
+    return guarded
 
 
 def checked_method(method: Any) -> str:
@@ -238,6 +261,7 @@ class Optimizer:
         tol: float | None = None,
         rng: Any = None,
     ) -> None:
+        self._lock = threading.RLock()
         method = checked_method(method)
         if options is not None and not isinstance(options, dict):
             raise TypeError(f"options must be a dict, got {type(options).__name__}")
@@ -246,8 +270,10 @@ class Optimizer:
             options.setdefault("ftol", tol)
         x0 = validated_x0(x0)
         self._box, x0 = box_of(bounds, x0, ArraySpace(x0))
+        scale = None  # of x0: |x0|, unless a box says more
         if self._box is not None:
-            x0 = self._box.from_box(x0)  # the run's own, unconstrained coordinates
+            scale = self._box.length_scale(x0)
+            x0 = self._box.start(x0)  # the run's own, unconstrained coordinates
         cls = METHODS[method]
         self._method_options = {k: v for k, v in options.items() if k in cls.options}
         self.options = resolve(DRIVER_OPTIONS, options)
@@ -260,7 +286,8 @@ class Optimizer:
         self._method_options = cls.options_for_budget(
             self._method_options, x0.shape[0], self.options["maxfev"]
         )
-        self._step = cls(x0, rng=self._seeds, **self._method_options)  # validates; copies x0
+        # validates the options; copies x0
+        self._step = cls(x0, rng=self._seeds, scale=scale, **self._method_options)
         # the tolerances stop the step rule "auto"; a fixed rate runs to its budget unless given
         adaptive = self._step.control is not None
         if self.options["ftol"] == "auto":
@@ -276,8 +303,7 @@ class Optimizer:
         # x0's length scale for xtol; the step rule keeps its own
         self._x0_scale = None
         if self._step.control is None and self.options["xtol"] is not None:
-            norm = float(self.xp.linalg.vector_norm(x0))
-            self._x0_scale = length_scale(norm, self._step.space.dim)
+            self._x0_scale = self._step.scale
         per_iteration = self._step.points_per_iteration
         final = self._final_evaluations()
         if self.options["maxfev"] is None:
@@ -317,6 +343,8 @@ class Optimizer:
         self._failed_in_a_row = 0
         self._elapsed = 0.0
         self._since = time.perf_counter()
+        if self._box is not None and self._box.all_fixed:  # nothing to search: x is the answer
+            self.stop(SUCCESS, "Every variable is fixed by the bounds (lower == upper).")
 
     # the protocol ---------------------------------------------------------------------------
 
@@ -357,9 +385,12 @@ class Optimizer:
         """The iterations the run can take: ``maxiter``, or as many as ``maxfev`` pays for
         (for the ``disp`` table and the progress bar)."""
         maxiter = self.options["maxiter"]
-        per_iteration = math.ceil(self.options["maxfev"] / self._step.points_per_iteration)
+        # the final evaluations are reserved in maxfev (`_check_budgets`)
+        paid = self.options["maxfev"] - self._final_evaluations()
+        per_iteration = max(1, paid // self._step.points_per_iteration)
         return per_iteration if maxiter is None else min(maxiter, per_iteration)
 
+    @_exclusive
     def ask(self) -> Any:
         """The next points to evaluate, a new ``(n_points, d)`` array like ``x0``."""
         self._open()
@@ -370,6 +401,7 @@ class Optimizer:
         """The points of the ask awaiting its `tell`, again (a new array), or ``None``."""
         return None if self._pending is None else self._points()
 
+    @_exclusive
     def tell(self, values: Any) -> None:
         """Take the values of the points of the last `ask`, in order, and advance the run.
 
@@ -385,6 +417,7 @@ class Optimizer:
         with deferred_interrupts():
             self._close(host, superseded)
 
+    @_exclusive
     def discard(self) -> None:
         """Drop the pending ask without its values (they are missing: for example, ``fun``
         raised). Values `run` had obtained for it count in ``nfev`` and in the best point; the
@@ -401,7 +434,9 @@ class Optimizer:
         """The run's answer so far, as a ``scipy.optimize.OptimizeResult``.
 
         Fields: ``x``, ``fun``, ``nit``, ``nfev``, ``status``, ``success``, ``message``,
-        ``learning_rate`` (the rate in use at the end), ``restarts`` (one dict per restart:
+        ``iteration`` (what ran: the method's name, or for ``"zovh"`` ``"Algorithm 1
+        (curvature='off')"`` or ``"diagonal curvature model (curvature='diagonal')"``, as
+        ``curvature`` and the budget rule chose), ``learning_rate`` (the rate in use at the end), ``restarts`` (one dict per restart:
         ``nit``, ``nfev``, ``reason``, ``cause``, ``learning_rate``), ``failed_evaluations``
         (values that were NaN or +-inf), ``trace`` (``"nit"``, ``"nfev"``, ``"fun"``: NumPy
         arrays with one entry per iteration, ``fun`` being the mean of its values), the
@@ -418,6 +453,7 @@ class Optimizer:
             success=self.status in (SUCCESS, FTARGET),
             message=self.message,
             learning_rate=self.learning_rate,
+            iteration=self._step.iteration,
             restarts=[dict(r) for r in self.restarts],
             rejected_steps=self._step.rejected_steps,
             failed_evaluations=self._failed_evaluations,
@@ -433,6 +469,7 @@ class Optimizer:
         self.status, self.message = status, message
         self._phase = "final" if evaluate_final else "done"
 
+    @_exclusive
     def run(
         self,
         fun: Callable[..., Any],
@@ -486,6 +523,7 @@ class Optimizer:
 
     # checkpoints ----------------------------------------------------------------------------
 
+    @_exclusive
     def save(self, path: Any) -> None:
         """Write the whole state to ``path`` as a checkpoint file; `load` continues the run.
 
@@ -661,13 +699,14 @@ class Optimizer:
 
     def _chose_start(self) -> bool:
         """Whether the comparison found the start lower than the final iterate: the mean of
-        its ``final_evaluations`` values below the final iterate's (missing or non-finite
-        values count as infinitely high)."""
+        its finite values below the final iterate's. A NaN or inf is missing data, left out of
+        its side's mean (one failed evaluation must not decide); a side with no finite value
+        loses."""
         if self._compared is None:
             return False
         n = self.options["final_evaluations"]
-        at_x, at_start = _mean(self._compared[:n]), _mean(self._compared[n:])
-        return math.isfinite(at_start) and not at_start >= at_x
+        at_x, at_start = _finite_mean(self._compared[:n]), _finite_mean(self._compared[n:])
+        return at_start < at_x
 
     def _point(self, i: int) -> Any:
         """Point ``i`` of the pending ask, as a new array."""
@@ -706,6 +745,11 @@ class Optimizer:
                 return
             self._final_values = list(values)
             self._phase = "done"
+            if self.options["noisy"] and not any(math.isfinite(v) for v in values):
+                self.message += (
+                    " Every final evaluation failed (NaN or inf): x and fun are the lowest "
+                    "finite value seen, a biased pick among noisy values."
+                )
             return
         self.nit += 1
         f_estimate = _mean(values)
@@ -880,10 +924,10 @@ class Optimizer:
 
     def _answer(self) -> tuple[Any, float, dict[str, Any]]:
         """The returned point, its value and extra fields (see the class Notes)."""
-        final = self._final_values
-        mean = _mean(final) if final else math.nan
-        if self.options["noisy"] and math.isfinite(mean):
+        final = [v for v in self._final_values or () if math.isfinite(v)]
+        if self.options["noisy"] and final:  # the failed evaluations are missing data
             n = len(final)
+            mean = _mean(final)
             spread = sum((v - mean) * (v - mean) for v in final) / max(n - 1, 1)
             error = math.sqrt(spread / n) if n > 1 else math.nan
             return self._final_point(0), mean, {"fun_std_error": error}
@@ -895,13 +939,20 @@ class Optimizer:
     def __getstate__(self) -> dict[str, Any]:
         state = dict(self.__dict__)
         state["_elapsed"] = self.elapsed
-        del state["xp"], state["_since"]
+        del state["xp"], state["_since"], state["_lock"]
         return state
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__dict__.update(state)
+        self._lock = threading.RLock()
         self.xp = namespace_of(self._step.x)
         self._since = time.perf_counter()
+
+
+def _finite_mean(values: list[float]) -> float:
+    """The mean of the finite ``values``; ``inf`` when there is none (such a side loses)."""
+    finite = [v for v in values if math.isfinite(v)]
+    return _mean(finite) if finite else math.inf
 
 
 def _mean(values: list[float]) -> float:

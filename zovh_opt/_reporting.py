@@ -109,6 +109,9 @@ class Progress:
     def close(self, optimizer: Any) -> None:
         """Close the bar; with ``disp``, print the last row and the summary."""
         if self.bar is not None:
+            if optimizer.done:  # a run that converged early ends its bar where it ended
+                self.bar.total = self.bar.n
+                self.bar.refresh()
             self.bar.close()
         if not self.every:
             return

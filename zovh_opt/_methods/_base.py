@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 
 from .. import _step_size
-from .._backend import ArraySpace, DirectionSource, to_host_floats
+from .._backend import ArraySpace, DirectionSource, norm, to_host_floats
 from .._options import Option, positive_or_auto, positive_real, resolve
 from .._step_size import StepSizeControl
 
@@ -51,6 +51,12 @@ class AskTellMethod:
     """
 
     name = ""
+
+    @property
+    def iteration(self) -> str:
+        """What one iteration of this run is, for ``result().iteration``: the method's name,
+        or for ``"zovh"`` which of its iterations ``curvature`` and the budget chose."""
+        return self.name
     # the step rule's largest rate, for methods whose direction is a step of its own
     rate_ceiling: float | None = None
     options: dict[str, Option] = {
@@ -67,11 +73,15 @@ class AskTellMethod:
         ``"auto"`` choices depend on the budget."""
         return options
 
-    def __init__(self, x0: Any, *, rng: Any = None, **options: Any) -> None:
+    def __init__(
+        self, x0: Any, *, rng: Any = None, scale: float | None = None, **options: Any
+    ) -> None:
         """Validate ``options``, start at ``x0`` and draw directions from ``rng``.
 
         ``rng`` may also be a `DirectionSource`, shared with other method objects (the
         driver's learning-rate search runs several from one stream). ``x0`` is copied.
+        ``scale`` is the problem's length scale ``l`` (the first step is ``0.1 l`` long);
+        by default ``|x0|``, or ``sqrt(d)`` when ``x0 = 0`` (`zovh_opt._step_size`).
         """
         unknown = sorted(set(options) - set(self.options))
         if unknown:
@@ -87,13 +97,11 @@ class AskTellMethod:
         self.control: StepSizeControl | None = None
         self._adapt_smoothing = False
         self._rate = math.nan
+        if scale is None:
+            scale = _step_size.length_scale(norm(self._x), self.space.dim)
+        self.scale = float(scale)
         if rate == "auto":
-            norm = float(self.xp.linalg.vector_norm(self._x))
-            self.control = StepSizeControl(
-                self.space.dim,
-                _step_size.length_scale(norm, self.space.dim),
-                ceiling=self.rate_ceiling,
-            )
+            self.control = StepSizeControl(self.space.dim, self.scale, ceiling=self.rate_ceiling)
             self._adapt_smoothing = smoothing == "auto"
         else:
             self._rate = rate
@@ -319,6 +327,7 @@ class AskTellMethod:
         part for this method; the options and the direction source are stored beside it)."""
         return {
             "x": self._x,
+            "scale": self.scale,
             "learning_rate": self._rate,
             "smoothing": self.smoothing,
             "control": None if self.control is None else self.control.state(),
@@ -337,6 +346,10 @@ class AskTellMethod:
         self._x = self._vector(state["x"])
         if (state["control"] is None) != (self.control is None):
             raise ValueError("the step rule of the state and of the options disagree")
+        if "scale" in state:  # checkpoints written before it was kept
+            self.scale = positive_real("scale", state["scale"])
+        elif self.control is not None:
+            self.scale = positive_real("scale", state["control"]["scale"])
         if self.control is None:
             self._rate = positive_real("learning_rate", state["learning_rate"])
         else:
@@ -458,7 +471,7 @@ class GradientStepMethod(AskTellMethod):
     def direction_norm(self) -> float:
         if self._direction is None:
             return 0.0
-        return float(self.xp.linalg.vector_norm(self._direction))
+        return norm(self._direction)
 
     def _move(self, learning_rate: float) -> None:
         if self._direction is None:

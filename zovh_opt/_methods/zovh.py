@@ -188,6 +188,7 @@ class PaperZoVH(ReusesQueries, ZoVH):
     """
 
     max_amplification = 10.0
+    iteration = "Algorithm 1 (curvature='off')"
     max_queries = 4096  # M = N K: the host algebra is O(M^2) per iteration, O(M^3) if exact
 
     def __init__(self, x0: Any, *, rng: Any = None, **options: Any) -> None:

@@ -10,8 +10,9 @@ from typing import Any
 import numpy as np
 
 from .. import estimators
+from .._backend import norm
 from .._curvature import DiagonalCurvature, DiagonalOperator
-from .._step_size import INITIAL_STEP, length_scale
+from .._step_size import INITIAL_STEP
 from ._base import GradientStepMethod
 from .zovh import PAPER_ONLY, ZoVH
 
@@ -93,6 +94,7 @@ class PreconditionedZoVH(ZoVH, GradientStepMethod):
     """
 
     rate_ceiling = 1.0  # the direction is the model's full step
+    iteration = "diagonal curvature model (curvature='diagonal')"
     direction_is_gradient = False  # `estimates` gives the gradient from it
 
     def __init__(self, x0: Any, *, rng: Any = None, **options: Any) -> None:
@@ -113,11 +115,7 @@ class PreconditionedZoVH(ZoVH, GradientStepMethod):
         if self.history == "auto":
             self.history = MODEL_HISTORY
         self._kept: list[KeptPairs] = []  # the latest first, at most history - 1
-        if self.control is None:
-            norm = float(self.xp.linalg.vector_norm(self._x))
-            self._first_step = INITIAL_STEP * length_scale(norm, d)
-        else:
-            self._first_step = self.control.step_length
+        self._first_step = INITIAL_STEP * self.scale
         self.model = DiagonalCurvature(self.space)
         self._whitened = None  # s * u_m of the pending ask, the points' directions
         # |u_m|^2 of the pending ask: on the device, then on the host when first needed
@@ -154,9 +152,9 @@ class PreconditionedZoVH(ZoVH, GradientStepMethod):
         while the gradient estimate is 0."""
         P, d = self.n_directions, self.space.dim
         delta = (values[:P] - values[P:]) / (2 * self.smoothing)
-        norm = float(self.xp.linalg.vector_norm(self.space.from_host(delta) @ self._whitened))
-        if math.isfinite(norm) and norm > 0:
-            self.model.start(norm / ((d + P + 1) * self._first_step))
+        length = norm(self.space.from_host(delta) @ self._whitened)
+        if math.isfinite(length) and length > 0:
+            self.model.start(length / ((d + P + 1) * self._first_step))
 
     def _f_estimate(self, values: Any, mean: float) -> float:
         if not self.model.ready:
@@ -276,6 +274,7 @@ class PreconditionedZoVH(ZoVH, GradientStepMethod):
 
     def load_state(self, state: dict[str, Any]) -> None:
         super().load_state(state)
+        self._first_step = INITIAL_STEP * self.scale
         self.model.load_state(state["model"])
         whitening = self._vector(state["gradient_whitening"])
         curvature, pairs = float(state["gradient_curvature"]), int(state["gradient_pairs"])
