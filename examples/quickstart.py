@@ -5,6 +5,11 @@ about 4e5. Both methods run at their defaults (no learning rate to choose) on th
 of evaluations, which a problem this hard uses up: the runs end with status 1, "Maximum number
 of function evaluations has been exceeded", which is the normal end of a budget-limited run
 (raise ``maxfev`` to go on). ``res.x`` is then the best point evaluated and ``res.fun`` its value.
+``success`` is False for such an end: the run stopped at its budget, not at a minimum.
+
+Compare the runs by ``f``, not by ``|x - 1|``: Rosenbrock's minimum lies at the end of a long
+curved valley whose floor is low everywhere, so a point far down the valley (lower f) can be
+farther from ``x = 1`` than a point that has not reached the valley yet.
 
 Run:  python examples/quickstart.py            (about 4 s)
       python examples/quickstart.py --quick    (about 1 s, for CI)
@@ -41,3 +46,7 @@ for method in ("zovh", "zo-sgd"):
         f"nit = {res.nit:6d}   nfev = {res.nfev}   {seconds:5.1f} s\n"
         f"        status {res.status}: {res.message}"
     )
+print(
+    "\nBoth runs ended at their budget (success=False): raise maxfev to go on. Judge them by f:"
+    "\nin Rosenbrock's curved valley a lower f can lie farther from x = 1."
+)

@@ -33,7 +33,7 @@ def test_disp_true_without_maxiter_prints_about_20_rows_of_the_budget(capsys):
     n = 2 * default_pairs(D)
     zovh_opt.minimize(sphere, np.ones(D), rng=0, options={"maxfev": 100 * n, "disp": True})
     rows = [ln.split() for ln in capsys.readouterr().out.splitlines() if ln[:8].strip().isdigit()]
-    every = 100 // 20  # iterations that maxfev pays for, over 20
+    every = (100 * n - 1) // n // 20  # iterations maxfev pays for (1 final reserved), over 20
     assert [int(r[0]) for r in rows][1:4] == [every, 2 * every, 3 * every]
 
 

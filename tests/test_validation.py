@@ -110,7 +110,7 @@ def test_zovh_history_is_bounded_by_its_host_algebra():
         ({"directions": "disk"}, ValueError, "directions must be one of 'vectors', 'seeds'"),
         ({"noisy": "yes"}, TypeError, "noisy must be True or False"),
         ({"progress": 2}, TypeError, "progress must be True or False"),
-        ({"disp": 0}, ValueError, r"disp must be an integer in \[1, "),
+        ({"disp": -1}, ValueError, r"disp must be an integer in \[0, "),
     ],
 )
 def test_other_options(options, exc, match):

@@ -171,7 +171,8 @@ def norm(v: Any) -> float:
     divided by its largest entry (two more passes, only then).
     """
     xp = array_api_compat.array_namespace(v)
-    plain = float(xp.linalg.vector_norm(v))
+    with np.errstate(over="ignore", under="ignore"):  # NumPy's warnings: handled below
+        plain = float(xp.linalg.vector_norm(v))
     info = xp.finfo(v.dtype)
     if plain >= math.sqrt(float(info.smallest_normal) / float(info.eps)) and plain < math.inf:
         return plain

@@ -15,7 +15,8 @@ interval ``[l, u]`` (pycma's ``BoxConstraintsLinQuadTransformation``, Hansen et 
 and a minimum on a bound of the box is a smooth minimum of ``f o phi`` (``f`` grows
 quadratically in ``z`` away from it), which the step rule converges to like any other. The
 margin is ``a = 0.05 (u - l)`` for a finite interval, so the map commutes with a shift or a
-rescaling of the box, and ``a = 0.05 max(|b|, 1)`` for a one-sided bound ``b`` (pycma's).
+rescaling of the box, and ``a = 0.05 max(|b|, s)`` for a one-sided bound ``b``, where ``s``
+is the coordinate's scale in ``x0`` (pycma's has ``s = 1``: `one_sided_scales` says why not).
 A fixed variable (``l == u``) maps to ``l``.
 """
 
@@ -33,7 +34,7 @@ from ._step_size import length_scale
 
 __all__ = ["Box", "box_of"]
 
-MARGIN = 0.05  # of the interval's width (finite), or of max(|bound|, 1) (one-sided)
+MARGIN = 0.05  # of the interval's width (finite), or of max(|bound|, scale) (one-sided)
 SPARSE = 0.05  # fold only the entries outside the identity part when they are this few
 
 
@@ -56,11 +57,28 @@ def box_of(bounds: Any, x0: Any, space: ArraySpace) -> tuple[Box | None, Any]:
     lower, upper = _host_bounds(bounds, space.dim)
     if not (np.isfinite(lower).any() or np.isfinite(upper).any()):
         return None, x0
-    box = Box(lower, upper, space)
+    box = Box(lower, upper, space, one_sided_scales(x0, lower, upper, space))
     if box.excludes(x0):
         warnings.warn("Initial guess is not within the specified bounds", OptimizeWarning, 3)
         x0 = box.clip(x0)
     return box, x0
+
+
+def one_sided_scales(x0: Any, lower: np.ndarray, upper: np.ndarray, space: ArraySpace) -> Any:
+    """Each coordinate's scale for the margin of a one-sided bound: ``|x0_i|`` (clipped into
+    the box), or where that is 0 the root mean square of the others (1 when all are 0).
+
+    pycma's margin is ``0.05 max(|b|, 1)``: absolute, so at ``x ~ 1e-17`` the map near a
+    bound at 0 would be a parabola 17 orders of magnitude too wide. With this scale in place
+    of 1 the map commutes with a rescaling of ``x`` and its bounds.
+    """
+    x = np.abs(np.clip(space.to_host(space.to_compute(x0)), lower, upper))
+    nonzero = x[x > 0]
+    fallback = 1.0
+    if nonzero.size:
+        largest = float(nonzero.max())  # divided first: the squares stay in range
+        fallback = largest * float(np.sqrt(np.mean((nonzero / largest) ** 2)))
+    return np.where(x > 0, x, fallback)
 
 
 def _host_bounds(bounds: Any, dim: int) -> tuple[np.ndarray, np.ndarray]:
@@ -113,17 +131,28 @@ class Box:
         Where the run's arrays live; the bounds are kept there in the run's dtype.
     """
 
-    def __init__(self, lower: np.ndarray, upper: np.ndarray, space: ArraySpace) -> None:
+    def __init__(
+        self,
+        lower: np.ndarray,
+        upper: np.ndarray,
+        space: ArraySpace,
+        scales: np.ndarray | None = None,
+    ) -> None:
         self.space = space
         self.host = (lower, upper)
+        self.scales = np.ones_like(lower) if scales is None else np.asarray(scales, np.float64)
         lower, upper = _inward(lower, upper, space.dtype_name)
         dtype = np.dtype(space.dtype_name)
         has_lower, has_upper = np.isfinite(lower), np.isfinite(upper)
         both = has_lower & has_upper
         # halves first: the width of a box wider than the largest float is not formed
         half = np.where(both, upper / 2 - lower / 2, 0.0)
-        margin_lower = np.where(both, 2 * MARGIN * half, MARGIN * np.maximum(np.abs(lower), 1.0))
-        margin_upper = np.where(both, 2 * MARGIN * half, MARGIN * np.maximum(np.abs(upper), 1.0))
+        margin_lower = np.where(
+            both, 2 * MARGIN * half, MARGIN * np.maximum(np.abs(lower), self.scales)
+        )
+        margin_upper = np.where(
+            both, 2 * MARGIN * half, MARGIN * np.maximum(np.abs(upper), self.scales)
+        )
         fixed = both & (half == 0)
         # finite stand-ins where a bound is open, so no inf - inf is ever formed
         low = np.where(has_lower, lower, 0.0)
@@ -257,16 +286,15 @@ class Box:
 
     def length_scale(self, x0: Any) -> float:
         """The run's length scale ``l`` for a start ``x0`` in the box: the norm of the
-        coordinates' own scales, ``|x0_i|`` capped at the width ``u - l``, or that width where
-        ``x0_i = 0`` (``sqrt(d)`` when all are 0). Not ``|z0|``: a start near a bound may sit
-        near ``z = 0`` by accident of the margins."""
+        coordinates' own scales, ``|x0_i|`` capped at the width ``u - l``, and where
+        ``x0_i = 0`` the width capped at 1 (without bounds, ``x0 = 0`` has ``l = sqrt(d)``).
+        Not ``|z0|``: a start near a bound may sit near ``z = 0`` by accident of the
+        margins."""
         xp = self.space.xp
         x = xp.abs(self.space.to_compute(x0))
         if self._widths is not None:
-            x = xp.where(x > 0, xp.minimum(x, self._widths), self._widths)
-        # at most a sixteenth of the largest float: the queries stay finite around x0
-        largest = float(xp.finfo(self.space.dtype).max) / 16
-        return min(length_scale(norm(x), self.space.dim), largest)
+            x = xp.where(x > 0, xp.minimum(x, self._widths), xp.minimum(self._widths, 1.0))
+        return length_scale(norm(x), self.space.dim)
 
     @property
     def all_fixed(self) -> bool:
@@ -274,8 +302,8 @@ class Box:
         return self.fixed_count == self.space.dim
 
     def state(self) -> list[np.ndarray]:
-        """The float64 bounds, for a checkpoint."""
-        return [self.host[0], self.host[1]]
+        """The float64 bounds and the one-sided margins' scales, for a checkpoint."""
+        return [self.host[0], self.host[1], self.scales]
 
 
 def _inward(lower: np.ndarray, upper: np.ndarray, dtype: str) -> tuple[np.ndarray, np.ndarray]:

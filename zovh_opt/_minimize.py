@@ -48,9 +48,13 @@ def minimize(
     args : tuple, optional
         Extra arguments passed to ``fun``.
     method : {"zovh", "zo-sgd", "zoar", "hizoo", "mezo"}, default "zovh"
-        The optimizer; see the Options section. ``"zovh"`` is the paper's Algorithm 1
-        (`ZoVH`, ``K`` evaluations per iteration); the others are the methods the paper compares
-        with, under the same driver: ``"zo-sgd"``, vanilla ZO-SGD with the anchor baseline
+        The optimizer; see the Options section. ``"zovh"`` (`ZoVH`) is by default the
+        curvature model: a diagonal Hessian model learned across iterations from the paper's
+        estimator, ``2 P`` evaluations per iteration (``P`` antithetic pairs, 7 at
+        ``d = 50``), steps along its Newton step judged by the step rule; with a float
+        ``learning_rate``, ``curvature="off"`` or a budget below ``30 d`` it is the paper's
+        Algorithm 1 (``K = 3`` evaluations per iteration). ``result.iteration`` says which
+        ran. The others are the methods the paper compares with, under the same driver: ``"zo-sgd"``, vanilla ZO-SGD with the anchor baseline
         (`ZOSGD`, ``K + 1``); ``"zoar"``, averaged baseline and query reuse with plain gradient
         steps (`ZOAR`, ``K``); ``"hizoo"``, steps preconditioned by a diagonal Hessian estimate
         (`HiZOO`, ``2K + 1``); ``"mezo"``, two-point central differences (`MeZO`, ``2K``). Each
@@ -101,7 +105,8 @@ def minimize(
         lowest finite value, and ``fun`` that value (with ``noisy=True``: the final iterate and
         the mean of fresh evaluations there, see Notes); ``nit``, ``nfev`` (every evaluation,
         the final one at the last iterate included), ``status``, ``success``, ``message``;
-        ``learning_rate`` (the rate at the end), ``restarts`` (one dict per safeguard restart),
+        ``iteration`` (what ran: the method's name, or for ``"zovh"`` Algorithm 1 or the
+        diagonal curvature model); ``learning_rate`` (the rate at the end), ``restarts`` (one dict per safeguard restart),
         ``failed_evaluations`` (values that were NaN or +-inf),
         ``trace`` (per iteration ``nit``, ``nfev`` and ``fun``, the mean of that iteration's
         values, for plotting).
@@ -138,7 +143,9 @@ def minimize(
         ``maxfev`` of at least ``30 d`` evaluations (the default budget is ``1000 d``),
         ``"off"`` with a float learning rate or a smaller budget, where the paper's iteration,
         3 evaluations per step with 12 directions reused, ends lower (the user guide's page
-        *Tuning*). The options ``regularization``, ``product`` and ``inverse`` belong to
+        *Tuning*). The budget is ``maxfev`` (default ``1000 d``): a run bounded by
+        ``maxtime`` or ``maxiter`` alone runs the model; pass ``maxfev`` (or ``curvature``)
+        to choose. The options ``regularization``, ``product`` and ``inverse`` belong to
         ``"off"``.
     learning_rate : float or "auto", default "auto"
         ``"auto"``: the parameter-free step rule (the user guide's page *Step size*).
@@ -153,11 +160,14 @@ def minimize(
         at the paper's 0.1 unless given and no tolerance stop unless given; divergence then
         restarts with a quarter of it.
     smoothing : float or "auto", default "auto"
-        Smoothing radius :math:`\\mu`: queries are ``x + mu * u`` with ``u ~ N(0, I)``. With
-        the step rule, ``"auto"`` keeps ``mu sqrt(d)`` (the distance of the queries) near the
-        step length, so it shrinks as the run converges, down to where noise in the values
-        dominates their differences; with a float ``learning_rate`` it is 0.1. Larger values
-        lower the variance and raise the smoothing bias (Thm. 4.8).
+        Smoothing radius :math:`\\mu`, in the units of ``x``: queries are ``x + mu * u``
+        with ``u ~ N(0, I)``, at a distance of about ``mu sqrt(d)``. With the step rule,
+        ``"auto"`` starts at ``0.1 l / sqrt(d)`` (``l = |x0|``, the length scale) and keeps
+        ``mu sqrt(d)`` near the step length, so it shrinks as the run converges, down to
+        where noise in the values dominates their differences; with a float
+        ``learning_rate`` it is 0.1. A number is absolute: compare values relative to
+        ``l / sqrt(d)``, not 0.1 or 0.3 as such. Larger values lower the variance and raise
+        the smoothing bias (Thm. 4.8).
     regularization : float or "auto", default "auto" (``"zovh"``)
         Ridge :math:`\\lambda` of the inverse :math:`(\\hat H + \\lambda I)^{-1}`. ``"auto"``
         with the step rule: twice the largest curvature term ``|nu_m| |u_m|^2 / (M - 1)`` of
@@ -213,10 +223,15 @@ def minimize(
         Iterations per ``ftol`` window; by default those of ``2 d`` evaluations, at least 50.
     xtol : float or "auto", default "auto"
         Stop with success when the step length falls below ``xtol`` times the length scale of
-        ``x0`` (``|x0|``, or ``sqrt(d)`` when ``x0 = 0``). ``"auto"``: ``1e-3 sqrt(eps)``
+        ``x0`` (``|x0|``, or ``sqrt(d)`` when ``x0 = 0``; with bounds, each coordinate's
+        ``|x0_i|`` capped at its interval's width). ``"auto"``: ``1e-3 sqrt(eps)``
         with the step rule (1.5e-11 in float64, 3.5e-7 in float32), none with a fixed rate.
+        Relative to ``x0``'s size, not to its distance from the minimum: from
+        ``x0 = 1e8 + offset`` the steps stop near ``1.5e-3``; pass a smaller ``xtol`` (or
+        ``None``) when the start is far from the origin and close to the answer.
     maxtime : float, optional
-        Wall-clock budget in seconds, checked before each iteration.
+        Wall-clock budget in seconds, checked before each iteration. The final evaluations
+        (1, or ``3 final_evaluations`` with ``noisy=True``) follow it: they are the answer.
     ftarget : float, optional
         Stop (status 4, success) once a point with ``f <= ftarget`` has been evaluated (with
         ``noisy=True``: once an iteration's f estimate is that low).
@@ -231,7 +246,8 @@ def minimize(
         failure ends the run with status 3. Divergence of a fixed rate always restarts.
     disp : bool or int, default False
         Print a table row (iteration, evaluations, f estimate, step norm, learning rate,
-        elapsed seconds) about 20 times a run, or every ``disp`` iterations, then a summary.
+        elapsed seconds) about 20 times a run, or every ``disp`` iterations, then a summary;
+        ``0`` is ``False``, as in SciPy.
     progress : bool, default False
         Show a progress bar (needs ``tqdm``: ``pip install 'zovh-opt[progress]'``).
 
@@ -261,12 +277,20 @@ def minimize(
 
     Examples
     --------
+    The default: no learning rate to choose; the run stops when it has converged.
+
     >>> import numpy as np
     >>> from zovh_opt import minimize
+    >>> res = minimize(lambda x: float(np.sum((x - 0.3) ** 2)), np.ones(50), rng=0)
+    >>> res.success, bool(res.fun < 1e-12), res.iteration
+    (True, True, "diagonal curvature model (curvature='diagonal')")
+
+    The paper's Algorithm 1, at a fixed learning rate, for a fixed number of iterations:
+
     >>> res = minimize(lambda x: float(x @ x), np.ones(50), rng=0,
     ...                options={"learning_rate": 1e-3, "maxiter": 500})
-    >>> bool(res.fun < 0.5), res.nit, res.nfev
-    (True, 500, 1501)
+    >>> bool(res.fun < 0.5), res.nit, res.nfev, res.iteration
+    (True, 500, 1501, "Algorithm 1 (curvature='off')")
 
     A noisy objective, stopped by the smoothed-decrease rule:
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import functools
 import math
 import statistics
+import sys
 import threading
 import time
 import warnings
@@ -22,11 +23,20 @@ import numpy as np
 from scipy.optimize import Bounds, OptimizeResult, OptimizeWarning
 
 from . import _checkpoint
-from ._backend import ArraySpace, DirectionSource, as_array, namespace_of, to_host_floats
-from ._bounds import box_of
+from ._backend import (
+    ArraySpace,
+    DirectionSource,
+    as_array,
+    namespace_of,
+    norm,
+    to_host_floats,
+)
+from ._bounds import Box, box_of
 from ._checkpoint import CheckpointError
+from ._curvature import DiagonalOperator
 from ._interrupts import deferred_interrupts
 from ._methods import METHODS
+from ._step_size import length_scale
 from ._options import (
     Option,
     boolean,
@@ -276,6 +286,14 @@ class Optimizer:
             x0 = self._box.start(x0)  # the run's own, unconstrained coordinates
         cls = METHODS[method]
         self._method_options = {k: v for k, v in options.items() if k in cls.options}
+        # the run's unit of length: a power of two, so that the model's curvature (f over a
+        # length squared) stays a normal float whatever the scale of x (see `run_unit`)
+        if scale is None:
+            scale = length_scale(norm(x0), x0.shape[0])
+        self._unit = run_unit(scale, ArraySpace(x0).dtype_name, self._method_options)
+        self._f_unit = 1.0  # of f: set by the first finite values (`_close`)
+        if self._unit != 1.0:
+            x0, scale = x0 / self._unit, scale / self._unit
         self.options = resolve(DRIVER_OPTIONS, options)
         if self.options["final_evaluations"] is None:
             self.options["final_evaluations"] = 10 if self.options["noisy"] else 1
@@ -379,7 +397,7 @@ class Optimizer:
     @property
     def step_norm(self) -> float:
         """Length of the latest step."""
-        return self._step.step_norm
+        return self._step.step_norm * self._unit
 
     def _iteration_budget(self) -> int:
         """The iterations the run can take: ``maxiter``, or as many as ``maxfev`` pays for
@@ -460,8 +478,25 @@ class Optimizer:
             trace={k: np.array(v) for k, v in self._trace.items()},
             **extra,
             # with bounds the estimates are of f o phi in the run's coordinates: not given
-            **(self._step.estimates() if self._box is None else {}),
+            **(self._estimates() if self._box is None else {}),
         )
+
+    def _estimates(self) -> dict[str, Any]:
+        """The method's ``jac`` and ``hess_inv``, in the user's units of length."""
+        estimates = self._step.estimates()
+        unit, f_unit = self._unit, self._f_unit
+        if unit == 1.0 and f_unit == 1.0:
+            return estimates
+        # (unit^2 may overflow a float where the array holds inf or 0 honestly)
+        with np.errstate(over="ignore", under="ignore"):
+            if "jac" in estimates:
+                estimates["jac"] = estimates["jac"] * (f_unit / unit)
+            inverse = estimates.pop("hess_inv", None)
+            if isinstance(inverse, DiagonalOperator):
+                diagonal = inverse.diagonal() * (unit / f_unit)
+                diagonal *= unit
+                estimates["hess_inv"] = DiagonalOperator(diagonal)
+        return estimates
 
     def stop(self, status: int, message: str, *, evaluate_final: bool = True) -> None:
         """End the run with ``status`` and ``message``: the next ask is the final evaluation
@@ -594,6 +629,8 @@ class Optimizer:
             "anchor": list(self._anchor),
             "scale": self._scale,
             "x0_scale": self._x0_scale,
+            "unit": self._unit,
+            "f_unit": self._f_unit,
             "first": self._first,
             "final_values": self._final_values,
             "start": self._start,
@@ -612,9 +649,15 @@ class Optimizer:
         x0 = space.to_user(space.zeros((space.dim,)))
         options = {**state["options"], **state["method_options"]}
         bounds = state["bounds"]
-        if bounds is not None:
-            bounds = Bounds(*bounds)
-        opt = cls(x0, state["method"], bounds=bounds, options=options, rng=0)
+        opt = cls(
+            x0,
+            state["method"],
+            bounds=None if bounds is None else Bounds(*bounds[:2]),
+            options=options,
+            rng=0,
+        )
+        if bounds is not None:  # checkpoints written before the scales were kept: pycma's 1
+            opt._box = Box(*bounds[:2], space, bounds[2] if len(bounds) > 2 else None)
         opt._seeds.set_state(state["source"])
         opt._step.load_state(state["step"])
         vector = opt._step._vector
@@ -638,6 +681,8 @@ class Optimizer:
         opt._anchor = (float(anchor[0]), None if anchor[1] is None else user(vector(anchor[1])))
         opt._scale = None if state["scale"] is None else float(state["scale"])
         opt._x0_scale = None if state["x0_scale"] is None else float(state["x0_scale"])
+        # written before the units were kept: 1
+        opt._unit, opt._f_unit = float(state.get("unit", 1.0)), float(state.get("f_unit", 1.0))
         opt._first = float(state["first"])
         final = state["final_values"]
         opt._final_values = None if final is None else [float(v) for v in final]
@@ -694,7 +739,10 @@ class Optimizer:
         return self.x
 
     def _to_user(self, x: Any) -> Any:
-        """A new array of ``x``, mapped onto the box where there is one."""
+        """A new array of the run's point ``x`` in the user's coordinates: times the run's
+        unit, and mapped onto the box where there is one."""
+        if self._unit != 1.0:
+            x = x * self._unit
         return self._box.to_box(x) if self._box is not None else self.xp.asarray(x, copy=True)
 
     def _chose_start(self) -> bool:
@@ -712,8 +760,8 @@ class Optimizer:
         """Point ``i`` of the pending ask, as a new array."""
         if self._pending == "final":
             return self._final_point(i)
-        if self._box is not None:
-            return self._box.to_box(self._step.pending_point(i))
+        if self._box is not None or self._unit != 1.0:
+            return self._to_user(self._step.pending_point(i))
         return self._step.pending_point(i)
 
     def _points(self, indices: list[int] | None = None) -> Any:
@@ -722,8 +770,8 @@ class Optimizer:
         if indices is None or list(indices) == list(range(n)):
             if self._pending == "final":
                 return self.xp.stack([self._final_point(i) for i in range(n)])
-            if self._box is not None:
-                return self._box.to_box(self._step.pending_points())
+            if self._box is not None or self._unit != 1.0:
+                return self._to_user(self._step.pending_points())
             return self._step.pending_points()
         return self.xp.stack([self._point(i) for i in indices])
 
@@ -768,7 +816,15 @@ class Optimizer:
         else:
             self._failed_in_a_row = 0
             if self._scale is None:
-                self._scale = max(abs(f_estimate), max(values) - min(values), math.ulp(1.0))
+                # (a tiny floor only for f = 0 everywhere: an absolute one such as ulp(1)
+                # would be a stopping rule for f ~ 1e-31 that f ~ 1 does not have)
+                spread = max(values) - min(values)
+                self._scale = max(abs(f_estimate), spread, sys.float_info.min)
+                # the run's unit of f, as of length: the curvature model's float32 arrays
+                # hold f / length^2, which overflows for f ~ 1e38
+                self._f_unit = run_unit(
+                    self._scale, self._step.space.dtype_name, self._method_options
+                )
                 self._first = f_estimate
             if self._step.control is None:
                 failure = self._divergence(f_estimate)
@@ -776,9 +832,11 @@ class Optimizer:
                 if self._step.control is None and f_estimate < self._anchor[0]:
                     self._anchor = (f_estimate, self._step.x)  # steps make new arrays
                 told = np.asarray(values, dtype=np.float64)  # checked floats
+                if self._f_unit != 1.0:
+                    told /= self._f_unit
                 # the stopping rules read the method's f estimate (the curvature model's
                 # removes its smoothing bias, which grows as the model learns)
-                f_estimate = self._step.f_estimate(told)
+                f_estimate = self._step.f_estimate(told) * self._f_unit
                 self._step.tell(told)
             else:
                 self._step.discard()
@@ -924,10 +982,10 @@ class Optimizer:
 
     def _answer(self) -> tuple[Any, float, dict[str, Any]]:
         """The returned point, its value and extra fields (see the class Notes)."""
-        final = [v for v in self._final_values or () if math.isfinite(v)]
-        if self.options["noisy"] and final:  # the failed evaluations are missing data
+        final = [v for v in self._final_values or () if math.isfinite(v)]  # NaN: missing
+        mean = _finite_mean(final)
+        if self.options["noisy"] and math.isfinite(mean):
             n = len(final)
-            mean = _mean(final)
             spread = sum((v - mean) * (v - mean) for v in final) / max(n - 1, 1)
             error = math.sqrt(spread / n) if n > 1 else math.nan
             return self._final_point(0), mean, {"fun_std_error": error}
@@ -947,6 +1005,29 @@ class Optimizer:
         self._lock = threading.RLock()
         self.xp = namespace_of(self._step.x)
         self._since = time.perf_counter()
+
+
+def run_unit(scale: float, dtype: str, method_options: dict[str, Any]) -> float:
+    """The run's unit of length (or of f): 1, or for a scale beyond ``2**(maxexp / 16)`` (or
+    below its inverse; ``2**64`` in float64, ``2**8`` in float32) a power of two near it.
+
+    The step rule is scale-free: ``x -> a x`` for a power of two ``a`` gives the same
+    iterates, bit for bit, as long as no number leaves the floats' range. The curvature model
+    holds ``f / length**2``, which at ``|x0| = 1e160`` with ``f ~ 1`` is ``1e-320`` (below
+    float64's normal range, and 0 soon after): in units of the scale it stays near 1. Only
+    where every option is scale-free (``learning_rate``, ``smoothing`` and
+    ``regularization`` left ``"auto"``); a number given for one of them is in the user's
+    units, and the run keeps them.
+    """
+    if any(
+        not (isinstance(method_options.get(name, "auto"), str))
+        for name in ("learning_rate", "smoothing", "regularization")
+    ):
+        return 1.0
+    limit = 2.0 ** (np.finfo(np.dtype(dtype)).maxexp // 16)
+    if 1 / limit <= scale <= limit or not math.isfinite(scale):
+        return 1.0
+    return math.ldexp(1.0, math.frexp(scale)[1])
 
 
 def _finite_mean(values: list[float]) -> float:

@@ -51,12 +51,6 @@ class AskTellMethod:
     """
 
     name = ""
-
-    @property
-    def iteration(self) -> str:
-        """What one iteration of this run is, for ``result().iteration``: the method's name,
-        or for ``"zovh"`` which of its iterations ``curvature`` and the budget chose."""
-        return self.name
     # the step rule's largest rate, for methods whose direction is a step of its own
     rate_ceiling: float | None = None
     options: dict[str, Option] = {
@@ -72,6 +66,12 @@ class AskTellMethod:
         asks before it builds the method): ``options`` themselves, unless a method's
         ``"auto"`` choices depend on the budget."""
         return options
+
+    @property
+    def iteration(self) -> str:
+        """What one iteration of this run is, for ``result().iteration``: the method's name,
+        or for ``"zovh"`` which of its iterations ``curvature`` and the budget chose."""
+        return self.name
 
     def __init__(
         self, x0: Any, *, rng: Any = None, scale: float | None = None, **options: Any
