@@ -566,7 +566,15 @@ class Optimizer:
         a JSON header with the options, counters and the array library, device and dtype, and
         a SHA-256 checksum of it all; it holds no code. It is written to a temporary file in
         the same directory and renamed over ``path`` once it is complete and on disk, so an
-        interrupted save leaves the previous checkpoint as it was.
+        interrupted save leaves the previous checkpoint as it was. A symbolic link is written
+        through (its target is replaced; the link stays), as ``numpy.savez`` does.
+
+        Raises
+        ------
+        FileExistsError
+            If ``path`` is not a regular file (a directory, FIFO, device): never replaced.
+        FileNotFoundError
+            If ``path``'s directory does not exist.
         """
         from . import __version__
 
