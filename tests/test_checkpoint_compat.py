@@ -1,0 +1,92 @@
+"""Checkpoints written before the driver was split into parts (issue #28) still load, and the
+runs they hold go on exactly as a run of today's code started from scratch.
+
+``tests/data/before_split_*.npz`` were written by zovh-opt at commit a3691dc (the driver as one
+class) with the cases below: an 8-dimensional weighted quadratic, ``rng=3``, ``x0 = 0.9``,
+``tells`` iterations told, then saved (``pending``: with an ask awaiting its values).
+"""
+
+from __future__ import annotations
+
+import pathlib
+import warnings
+
+import numpy as np
+import pytest
+
+import zovh_opt
+
+DATA = pathlib.Path(__file__).parent / "data"
+
+CASES = {
+    "default_bounds": dict(options={"maxfev": 800}, bounds=[(0, 1)] * 8, tells=30),
+    "fixed_rate_pending": dict(
+        options={"learning_rate": 1e-3, "maxiter": 60}, bounds=None, tells=20, pending=True
+    ),
+    "windows_default": dict(options={"maxfev": 4000}, bounds=None, tells=70),
+    "noisy_comparing": dict(
+        options={"maxfev": 400, "noisy": True, "final_evaluations": 4},
+        bounds=[(None, 2)] * 8,
+        tells=200,
+        noisy=True,
+    ),
+}
+
+
+def quadratic(x):
+    return float(np.sum(np.arange(1, x.shape[0] + 1) * (x - 0.3) ** 2))
+
+
+def objective(noisy):
+    """The fixture's objective; with noise, a fresh stream of the one it was written with."""
+    if not noisy:
+        return quadratic
+    rng = np.random.default_rng(7)
+    return lambda x: quadratic(x) + 0.01 * rng.standard_normal()
+
+
+def tell_until_saved(opt, fun, case):
+    """Drive ``opt`` as the fixture's run was driven before it was saved."""
+    for _ in range(case["tells"]):
+        if opt._phase != "iterate":
+            break
+        opt.tell([fun(p) for p in opt.ask()])
+    if case.get("pending"):
+        opt.ask()
+
+
+def finish(opt, fun):
+    if opt.pending is not None:
+        opt.tell([fun(p) for p in opt.pending])
+    while not opt.done:
+        opt.tell([fun(p) for p in opt.ask()])
+    return opt.result()
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_a_checkpoint_written_before_the_split_goes_on_as_an_uninterrupted_run(name):
+    case = CASES[name]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the small d's OptimizeWarning
+        fresh = zovh_opt.Optimizer(
+            np.full(8, 0.9), bounds=case["bounds"], options=case["options"], rng=3
+        )
+        fun = objective(case.get("noisy", False))
+        tell_until_saved(fresh, fun, case)
+        loaded = zovh_opt.Optimizer.load(DATA / f"before_split_{name}.npz")
+        # the loaded run goes on with the same noise as the fresh one: a twin stream, advanced
+        twin = objective(case.get("noisy", False))
+        for _ in range(fresh.nfev):
+            if case.get("noisy", False):
+                twin(np.zeros(8))
+        assert (loaded.nit, loaded.nfev, loaded._phase) == (fresh.nit, fresh.nfev, fresh._phase)
+        expected, got = finish(fresh, fun), finish(loaded, twin)
+    assert np.array_equal(got.x, expected.x) and got.fun == expected.fun
+    assert (got.nit, got.nfev, got.status, got.message) == (
+        expected.nit,
+        expected.nfev,
+        expected.status,
+        expected.message,
+    )
+    assert all(np.array_equal(got.trace[k], expected.trace[k]) for k in expected.trace)
+    assert got.restarts == expected.restarts
