@@ -19,11 +19,12 @@ ADAPTER = PACKAGE / "_backend.py"
 HOST_ALGEBRA = {
     "_history.py",
     "_methods/_base.py",
-    "_methods/zovh.py",
+    "_methods/zovh_paper.py",
     "_methods/zovh_preconditioned.py",  # the pair coefficients and residuals
     "_checkpoint.py",
     "_optimizer.py",  # the trace, host floats
     "_bounds.py",  # the bounds, read and checked once on the host
+    "_coordinates.py",  # the units' powers of two, from the dtype's range
 }
 
 

@@ -12,7 +12,7 @@ import pytest
 import zovh_opt
 from zovh_opt import ZoVH, estimators
 from zovh_opt._curvature import SCALE_RATE, SHAPE_RATE, DiagonalOperator
-from zovh_opt._methods.zovh import PaperZoVH
+from zovh_opt._methods.zovh_paper import PaperZoVH
 from zovh_opt._methods.zovh_preconditioned import PreconditionedZoVH, default_pairs
 
 MU = 0.1

@@ -20,6 +20,7 @@ import scipy.optimize
 from scipy.optimize import Bounds, OptimizeWarning
 
 import zovh_opt
+from zovh_opt._returned_point import ReturnedPoint
 
 
 def shifted_sphere(x):
@@ -96,13 +97,13 @@ def test_noisy_runs_with_a_few_nans_return_the_iterate_and_an_unbiased_value(see
 
 
 def test_noisy_comparison_ignores_a_nan_on_either_side():
-    opt = zovh_opt.Optimizer(np.ones(5), options={"noisy": True, "final_evaluations": 4}, rng=0)
-    opt._compared = [1.0, math.nan, 1.2, 1.1, 2.0, 2.0, 2.0, 2.0]  # x: one NaN; x0: higher
-    assert not opt._chose_start()
-    opt._compared = [1.0, 1.0, 1.0, 1.0, 0.5, math.nan, 0.5, 0.5]  # x0 lower, one NaN
-    assert opt._chose_start()
-    opt._compared = [1.0, 1.0, 1.0, 1.0] + [math.nan] * 4  # x0 has no value: it loses
-    assert not opt._chose_start()
+    returned = ReturnedPoint(noisy=True, final_evaluations=4, start=np.ones(5), xp=np)
+    returned.compared = [1.0, math.nan, 1.2, 1.1, 2.0, 2.0, 2.0, 2.0]  # x: one NaN; x0 higher
+    assert not returned.chose_start()
+    returned.compared = [1.0, 1.0, 1.0, 1.0, 0.5, math.nan, 0.5, 0.5]  # x0 lower, one NaN
+    assert returned.chose_start()
+    returned.compared = [1.0, 1.0, 1.0, 1.0] + [math.nan] * 4  # x0 has no value: it loses
+    assert not returned.chose_start()
 
 
 # 3. saving through links ------------------------------------------------------------------------

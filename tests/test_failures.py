@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import zovh_opt
-from zovh_opt._methods.zovh import PaperZoVH
+from zovh_opt._methods.zovh_paper import PaperZoVH
 from zovh_opt._methods.zovh_preconditioned import PreconditionedZoVH, default_pairs
 from zovh_opt.problems import rosenbrock
 

@@ -147,7 +147,7 @@ def test_a_stall_goes_on_at_a_finer_scale_before_ftol_ends_the_run(monkeypatch):
     assert res.status == 0 and res.fun < 1.0
     assert res.restarts and all(r["cause"] == "stall" for r in res.restarts)
     assert len(res.restarts) <= 3 and "stalled (ftol)" in res.restarts[0]["reason"]
-    monkeypatch.setattr("zovh_opt._optimizer.STALL_RESCALES", 0)  # ftol without the rescales
+    monkeypatch.setattr("zovh_opt._safeguard.STALL_RESCALES", 0)  # ftol without the rescales
     stopped = zovh_opt.minimize(rugged, x0, rng=0)
     assert stopped.status == 0 and stopped.fun > 10.0 and stopped.restarts == []
     assert stopped.nit == res.restarts[0]["nit"]  # the same run up to the first stall

@@ -23,8 +23,7 @@ from ._checkpoint import CheckpointError
 from ._methods import METHODS, ZOAR, ZOSGD, HiZOO, MeZO, ZoVH
 from ._minimize import minimize, zovh
 from ._optimizer import Optimizer
-
-__version__ = "0.1.0"
+from ._version import __version__
 
 __all__ = [
     "METHODS",

@@ -8,7 +8,8 @@ from typing import Any
 
 from scipy.optimize import LinearConstraint, NonlinearConstraint, OptimizeResult
 
-from ._optimizer import Optimizer, checked_method, known_options
+from ._driver_options import checked_method, known_options
+from ._optimizer import Optimizer
 
 __all__ = ["minimize", "zovh"]
 
@@ -54,11 +55,12 @@ def minimize(
         ``d = 50``), steps along its Newton step judged by the step rule; with a float
         ``learning_rate``, ``curvature="off"`` or a budget below ``30 d`` it is the paper's
         Algorithm 1 (``K = 3`` evaluations per iteration). ``result.iteration`` says which
-        ran. The others are the methods the paper compares with, under the same driver: ``"zo-sgd"``, vanilla ZO-SGD with the anchor baseline
-        (`ZOSGD`, ``K + 1``); ``"zoar"``, averaged baseline and query reuse with plain gradient
-        steps (`ZOAR`, ``K``); ``"hizoo"``, steps preconditioned by a diagonal Hessian estimate
-        (`HiZOO`, ``2K + 1``); ``"mezo"``, two-point central differences (`MeZO`, ``2K``). Each
-        class's docstring gives its formula and reference.
+        ran. The others are the methods the paper compares with, under the same driver:
+        ``"zo-sgd"``, vanilla ZO-SGD with the anchor baseline (`ZOSGD`, ``K + 1``);
+        ``"zoar"``, averaged baseline and query reuse with plain gradient steps (`ZOAR`,
+        ``K``); ``"hizoo"``, steps preconditioned by a diagonal Hessian estimate (`HiZOO`,
+        ``2K + 1``); ``"mezo"``, two-point central differences (`MeZO`, ``2K``). Each class's
+        docstring gives its formula and reference.
     jac, hess, hessp : optional
         Accepted for SciPy's signature and not used, with SciPy's ``RuntimeWarning`` (as for
         its derivative-free methods). ``jac=True`` means that ``fun`` returns the value and
@@ -106,8 +108,8 @@ def minimize(
         the mean of fresh evaluations there, see Notes); ``nit``, ``nfev`` (every evaluation,
         the final one at the last iterate included), ``status``, ``success``, ``message``;
         ``iteration`` (what ran: the method's name, or for ``"zovh"`` Algorithm 1 or the
-        diagonal curvature model); ``learning_rate`` (the rate at the end), ``restarts`` (one dict per safeguard restart),
-        ``failed_evaluations`` (values that were NaN or +-inf),
+        diagonal curvature model); ``learning_rate`` (the rate at the end), ``restarts`` (one
+        dict per safeguard restart), ``failed_evaluations`` (values that were NaN or +-inf),
         ``trace`` (per iteration ``nit``, ``nfev`` and ``fun``, the mean of that iteration's
         values, for plotting).
 

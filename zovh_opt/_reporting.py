@@ -64,7 +64,9 @@ class Progress:
     HEADER = f"{'nit':>8} {'nfev':>10} {'f estimate':>13} {'step norm':>10} {'lr':>9} {'time s':>8}"
 
     def __init__(self, every: int, bar: bool, optimizer: Any) -> None:
-        maxiter = optimizer._iteration_budget()
+        maxiter = optimizer._stopping.iteration_budget(
+            optimizer._step.points_per_iteration, optimizer._returned.reserve
+        )
         self.every = max(1, maxiter // 20) if every < 0 else every
         self.restarts = len(optimizer.restarts)
         self.printed_header = False

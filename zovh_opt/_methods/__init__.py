@@ -1,4 +1,9 @@
-"""The optimizers, one ask/tell object per method, and the registry ``minimize`` reads."""
+"""The optimizers, one ask/tell object per method; the registry ``minimize`` reads, and
+`build`, the factory the driver calls."""
+
+from __future__ import annotations
+
+from typing import Any
 
 from ._base import AskTellMethod, GradientStepMethod
 from .hizoo import HiZOO
@@ -6,10 +11,35 @@ from .mezo import MeZO
 from .zo_sgd import ZOSGD
 from .zoar import ZOAR
 from .zovh import ZoVH
+from .zovh_paper import PaperZoVH
+from .zovh_preconditioned import PreconditionedZoVH
 
 METHODS: dict[str, type[AskTellMethod]] = {
     cls.name: cls for cls in (ZoVH, ZOSGD, ZOAR, HiZOO, MeZO)
 }
+
+
+def build(
+    name: str,
+    x0: Any,
+    *,
+    rng: Any,
+    scale: float | None,
+    maxfev: int | None,
+    options: dict[str, Any],
+) -> tuple[AskTellMethod, dict[str, Any]]:
+    """The method object of a run, and the options it runs with.
+
+    The method ``name`` first adjusts its ``"auto"`` options to the budget ``maxfev``
+    (``options_for_budget``; ``"zovh"`` takes the paper's iteration below ``30 d``), then
+    names the class that runs them (``iteration_class``), which is built at ``x0`` with the
+    length scale ``scale`` and the direction source ``rng``.
+    """
+    method = METHODS[name]
+    options = method.options_for_budget(options, x0.shape[0], maxfev)
+    iteration = method.iteration_class(options)
+    return iteration(x0, rng=rng, scale=scale, **options), options
+
 
 __all__ = [
     "METHODS",
@@ -17,7 +47,10 @@ __all__ = [
     "GradientStepMethod",
     "HiZOO",
     "MeZO",
+    "PaperZoVH",
+    "PreconditionedZoVH",
     "ZOAR",
     "ZOSGD",
     "ZoVH",
+    "build",
 ]

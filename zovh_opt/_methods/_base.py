@@ -67,6 +67,11 @@ class AskTellMethod:
         ``"auto"`` choices depend on the budget."""
         return options
 
+    @classmethod
+    def iteration_class(cls, options: dict[str, Any]) -> type[AskTellMethod]:
+        """The class that runs ``options``: this one (``"zovh"`` chooses between two)."""
+        return cls
+
     @property
     def iteration(self) -> str:
         """What one iteration of this run is, for ``result().iteration``: the method's name,

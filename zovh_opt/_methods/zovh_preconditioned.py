@@ -45,7 +45,7 @@ def default_pairs(dim: int) -> int:
     return max(2, (4 + int(3 * math.log(dim))) // 2) if dim > 1 else 2
 
 
-class PreconditionedZoVH(ZoVH, GradientStepMethod):
+class PreconditionedZoVH(ZoVH, GradientStepMethod, curvature="diagonal"):
     r"""ZoVH whose curvature is a diagonal model learned across iterations (the default).
 
     With the model :math:`h \approx \operatorname{diag}(\nabla^2 f)` and the whitening

@@ -32,7 +32,7 @@ from typing import Any
 import numpy as np
 
 from .. import problems
-from .._methods.zovh import PaperZoVH
+from .._methods.zovh_paper import PaperZoVH
 from .._minimize import minimize
 from .._optimizer import Optimizer
 from ._common import Report, fmt, pyplot, run_jobs

@@ -1,0 +1,157 @@
+"""Between the user's ``x`` and the run's own coordinates: the box map and the run's units.
+
+The method runs in coordinates ``z`` of its own: ``x = phi(unit * z)``, where ``phi`` maps onto
+the box of ``bounds`` (`zovh_opt._bounds`; the identity without bounds) and ``unit`` is a
+power of two, 1 unless the scale of ``x`` is extreme (`run_unit`). Its values are ``f / f_unit``,
+``f_unit`` likewise a power of two fixed by the first finite values. With the step rule every
+iterate is then what it would be at unit scales, bit for bit; the driver sees only user
+points and values.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from ._backend import ArraySpace, namespace_of, norm
+from ._bounds import Box, box_of
+from ._curvature import DiagonalOperator
+from ._step_size import length_scale
+
+__all__ = ["Coordinates", "run_unit"]
+
+SCALE_FREE = ("learning_rate", "smoothing", "regularization")  # "auto": in no unit
+
+
+def run_unit(scale: float, dtype: str, method_options: dict[str, Any]) -> float:
+    """The run's unit of length (or of f): 1, or for a scale beyond ``2**(maxexp / 16)`` (or
+    below its inverse; ``2**64`` in float64, ``2**8`` in float32) a power of two near it.
+
+    The step rule is scale-free: ``x -> a x`` for a power of two ``a`` gives the same
+    iterates, bit for bit, as long as no number leaves the floats' range. The curvature model
+    holds ``f / length**2``, which at ``|x0| = 1e160`` with ``f ~ 1`` is ``1e-320`` (below
+    float64's normal range, and 0 soon after): in units of the scale it stays near 1. Only
+    where every option is scale-free (``learning_rate``, ``smoothing`` and
+    ``regularization`` left ``"auto"``); a number given for one of them is in the user's
+    units, and the run keeps them.
+    """
+    if any(not isinstance(method_options.get(name, "auto"), str) for name in SCALE_FREE):
+        return 1.0
+    limit = 2.0 ** (np.finfo(np.dtype(dtype)).maxexp // 16)
+    if 1 / limit <= scale <= limit or not math.isfinite(scale):
+        return 1.0
+    return math.ldexp(1.0, math.frexp(scale)[1])
+
+
+class Coordinates:
+    """The map between user points and the run's, and between ``f`` and the run's values.
+
+    Built by `start`; the driver asks it for user points (`to_user`), values in the run's
+    unit (`values`) and estimates in the user's (`estimates`).
+
+    Parameters
+    ----------
+    box : Box or None
+        The box of ``bounds``, or ``None``.
+    unit : float
+        The run's unit of length (`run_unit`).
+    xp : namespace
+        The user's array namespace.
+    """
+
+    def __init__(self, box: Box | None, unit: float, xp: Any) -> None:
+        self.box = box
+        self.unit = unit
+        self.f_unit = 1.0  # set by `found_f_scale`
+        self.xp = xp
+
+    @classmethod
+    def start(
+        cls, x0: Any, bounds: Any, method_options: dict[str, Any]
+    ) -> tuple[Coordinates, Any, float]:
+        """The coordinates of a run from ``x0``, ``z0`` (a new array) and the length scale
+        there (in the run's unit).
+
+        With bounds, ``x0`` is clipped into the box (SciPy's ``OptimizeWarning``), moved off
+        a bound it sits on (`Box.start`), and the length scale knows the box
+        (`Box.length_scale`).
+        """
+        box, x0 = box_of(bounds, x0, ArraySpace(x0))
+        if box is not None:
+            scale = box.length_scale(x0)
+            x0 = box.start(x0)
+        else:
+            scale = length_scale(norm(x0), x0.shape[0])
+        unit = run_unit(scale, ArraySpace(x0).dtype_name, method_options)
+        if unit != 1.0:
+            x0, scale = x0 / unit, scale / unit
+        return cls(box, unit, namespace_of(x0)), x0, scale
+
+    @property
+    def all_fixed(self) -> bool:
+        """Whether the bounds fix every variable: there is nothing to search."""
+        return self.box is not None and self.box.all_fixed
+
+    @property
+    def identity(self) -> bool:
+        """Whether the run's points are the user's (no box, unit 1)."""
+        return self.box is None and self.unit == 1.0
+
+    def to_user(self, z: Any) -> Any:
+        """A new array of the run's point(s) ``z`` in the user's coordinates."""
+        if self.unit != 1.0:
+            z = z * self.unit
+        return self.box.to_box(z) if self.box is not None else self.xp.asarray(z, copy=True)
+
+    def found_f_scale(self, scale: float, dtype: str, method_options: dict[str, Any]) -> None:
+        """Fix the unit of ``f`` from its scale at the first finite values: the curvature
+        model's float32 arrays hold ``f / length**2``, which overflows for ``f ~ 1e38``."""
+        self.f_unit = run_unit(scale, dtype, method_options)
+
+    def values(self, values: np.ndarray) -> np.ndarray:
+        """The values in the run's unit of ``f`` (in place: exact, a power of two)."""
+        if self.f_unit != 1.0:
+            values /= self.f_unit
+        return values
+
+    def estimates(self, method_estimates: Callable[[], dict[str, Any]]) -> dict[str, Any]:
+        """The method's ``jac`` and ``hess_inv`` (``method_estimates()``) in the user's
+        units; none with a box (they would be derivatives of ``f o phi``, which at a bound say
+        nothing about ``f``)."""
+        if self.box is not None:
+            return {}
+        estimates = method_estimates()
+        unit, f_unit = self.unit, self.f_unit
+        if unit == 1.0 and f_unit == 1.0:
+            return estimates
+        # (unit^2 may overflow a float where the array holds inf or 0 honestly)
+        with np.errstate(over="ignore", under="ignore"):
+            if "jac" in estimates:
+                estimates["jac"] = estimates["jac"] * (f_unit / unit)
+            inverse = estimates.pop("hess_inv", None)
+            if isinstance(inverse, DiagonalOperator):
+                diagonal = inverse.diagonal() * (unit / f_unit)
+                diagonal *= unit
+                estimates["hess_inv"] = DiagonalOperator(diagonal)
+        return estimates
+
+    def state(self) -> dict[str, Any]:
+        return {
+            "bounds": None if self.box is None else self.box.state(),
+            "unit": self.unit,
+            "f_unit": self.f_unit,
+        }
+
+    def load_state(self, state: dict[str, Any], space: ArraySpace) -> None:
+        """Continue from `state` (checkpoints written before the units, or the one-sided
+        margins' scales, were kept hold none: 1, as the runs that wrote them had)."""
+        bounds = state["bounds"]
+        if (bounds is None) != (self.box is None):
+            raise ValueError("the bounds of the state and of the run disagree")
+        if bounds is not None:
+            self.box = Box(*bounds[:2], space, bounds[2] if len(bounds) > 2 else None)
+        self.unit = float(state.get("unit", 1.0))
+        self.f_unit = float(state.get("f_unit", 1.0))

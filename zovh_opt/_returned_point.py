@@ -1,0 +1,158 @@
+"""The end of a run: which point it returns, and the value it reports there.
+
+- **By default** ``x`` is the point with the lowest value among all evaluated points (the
+  queries and the final iterate) whose value is finite, and ``fun`` is that value: ``fun ==
+  f(x)`` for a deterministic objective, whatever failed on the way.
+- **With** ``noisy=True`` the minimum of noisy values is a biased pick (it favours points
+  whose noise was negative). The run ends with two final asks: the final iterate and ``x0``,
+  ``final_evaluations`` fresh values each, and ``x`` is the one whose mean is lower (where
+  the noise buried the slope the step rule accepts trials by chance and the iterate can drift
+  uphill); then ``final_evaluations`` values at ``x``, which the choice never saw, give
+  ``fun``, unbiased, and its standard error ``fun_std_error``. NaN and inf values are missing
+  data in both: left out of the means, and a side with no finite value loses.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from typing import Any
+
+__all__ = ["ReturnedPoint", "finite_mean", "mean"]
+
+
+def mean(values: list[float]) -> float:
+    """Plain mean: overflows to inf and gives nan for inf - inf, where ``math.fsum`` raises."""
+    return sum(values) / len(values)
+
+
+def finite_mean(values: list[float]) -> float:
+    """The mean of the finite ``values``; ``inf`` when there is none (such a side loses)."""
+    finite = [v for v in values if math.isfinite(v)]
+    return mean(finite) if finite else math.inf
+
+
+class ReturnedPoint:
+    """The best point so far, and with ``noisy=True`` the final comparison with ``x0``.
+
+    Parameters
+    ----------
+    noisy : bool
+        Whether the run ends with the comparison and a fresh mean (module docstring).
+    final_evaluations : int
+        Values per point in each final ask.
+    start : array or None
+        With ``noisy=True``, ``x0`` in the run's coordinates (steps make new arrays: a
+        reference).
+    xp : namespace
+        The user's array namespace.
+    """
+
+    def __init__(self, noisy: bool, final_evaluations: int, start: Any, xp: Any) -> None:
+        self.noisy = noisy
+        self.per_point = final_evaluations
+        self.xp = xp
+        self.best: tuple[float, Any] | None = None  # lowest finite evaluated value, its point
+        self.start = start if noisy else None
+        self.compared: list[float] | None = None  # the comparison's values, once in
+        self.final_values: list[float] | None = None
+
+    @property
+    def reserve(self) -> int:
+        """Evaluations after the last iteration: ``final_evaluations``, three times as many
+        with ``noisy=True`` (the comparison with the start, then the returned point)."""
+        return self.per_point * (3 if self.noisy else 1)
+
+    @property
+    def comparing(self) -> bool:
+        """Whether the next final ask compares the final iterate with the start."""
+        return self.start is not None and self.compared is None
+
+    def final_size(self) -> int:
+        """The number of points of the next final ask."""
+        return self.per_point * (2 if self.comparing else 1)
+
+    def chose_start(self) -> bool:
+        """Whether the comparison found the start lower than the final iterate: the mean of
+        its finite values below the final iterate's."""
+        if self.compared is None:
+            return False
+        n = self.per_point
+        return finite_mean(self.compared[n:]) < finite_mean(self.compared[:n])
+
+    def final_point(self, i: int, iterate: Callable[[], Any], to_user: Callable) -> Any:
+        """Point ``i`` of the final ask (a new array): the final iterate (``iterate()``), the
+        start for the second half of a comparison, or the point the comparison chose."""
+        if (i >= self.per_point) if self.comparing else self.chose_start():
+            return to_user(self.start)
+        return iterate()
+
+    def observe(self, values: list[float | None], point: Callable[[int], Any]) -> None:
+        """Keep the best finite point among those with a value; ``point(i)`` makes point
+        ``i`` again (the arrays handed out may have been modified)."""
+        finite = [(v, i) for i, v in enumerate(values) if v is not None and math.isfinite(v)]
+        if not finite:
+            return
+        value, i = min(finite)
+        if self.best is not None and value >= self.best[0]:
+            return
+        xp = self.xp
+        row = point(i)
+        # a finite sum means finite entries; only an overflowing sum pays for the d-sized mask
+        if not math.isfinite(float(xp.sum(row))) and not bool(xp.all(xp.isfinite(row))):
+            return
+        self.best = (value, row)
+
+    def lowest(self) -> float | None:
+        """What ``ftarget`` compares: the lowest value evaluated; ``None`` with ``noisy=True``
+        or before a finite value (the iteration's f estimate then)."""
+        return None if self.noisy or self.best is None else self.best[0]
+
+    def take_final(self, values: list[float]) -> tuple[bool, str]:
+        """The values of a final ask: whether the run is done, and what the message adds."""
+        if self.comparing:
+            self.compared = list(values)  # the next final ask measures the choice
+            if self.chose_start():
+                return False, (
+                    " The final iterate's mean value was above the start's: x is the start."
+                )
+            return False, ""
+        self.final_values = list(values)
+        if self.noisy and not any(math.isfinite(v) for v in values):
+            return True, (
+                " Every final evaluation failed (NaN or inf): x and fun are the lowest "
+                "finite value seen, a biased pick among noisy values."
+            )
+        return True, ""
+
+    def answer(self, iterate: Callable[[], Any], to_user: Callable) -> tuple[Any, float, dict]:
+        """The returned point, its value and the extra fields (module docstring)."""
+        final = [v for v in self.final_values or () if math.isfinite(v)]  # NaN: missing
+        value = finite_mean(final)
+        if self.noisy and math.isfinite(value):
+            n = len(final)
+            spread = sum((v - value) * (v - value) for v in final) / max(n - 1, 1)
+            error = math.sqrt(spread / n) if n > 1 else math.nan
+            return self.final_point(0, iterate, to_user), value, {"fun_std_error": error}
+        extra = {"fun_std_error": math.nan} if self.noisy else {}
+        if self.best is None:
+            return iterate(), math.nan, extra
+        return self.xp.asarray(self.best[1], copy=True), self.best[0], extra
+
+    def state(self) -> dict[str, Any]:
+        return {
+            "best": None if self.best is None else list(self.best),
+            "final_values": self.final_values,
+            "start": self.start,
+            "compared": self.compared,
+        }
+
+    def load_state(self, state: dict[str, Any], vector: Callable[[Any], Any]) -> None:
+        """Continue from `state`; ``vector`` turns a stored array into one of the run's."""
+        best = state["best"]
+        self.best = None if best is None else (float(best[0]), vector(best[1]))
+        final = state["final_values"]
+        self.final_values = None if final is None else [float(v) for v in final]
+        start, compared = state.get("start"), state.get("compared")
+        self.start = None if start is None else vector(start)
+        self.compared = None if compared is None else [float(v) for v in compared]

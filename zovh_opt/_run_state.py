@@ -1,0 +1,114 @@
+"""The checkpoint state of a whole run, assembled from its parts' own ``state()``, and the way
+back (`zovh_opt._checkpoint` writes and reads the file).
+
+The state is one flat mapping, the layout of format 1 that the one-class driver wrote: each
+part contributes its own keys (``bounds``, ``unit`` and ``f_unit`` from the coordinates;
+``recent``, ``previous_median`` and ``x0_scale`` from the stopping rules; ``restarts``,
+``anchor``, ``scale``, ``first`` and the failure counts from the safeguard; ``best``,
+``final_values``, ``start`` and ``compared`` from the returned point), the driver its counters,
+the method its ``step``. Keys added since (the units, the one-sided margins' scales) have
+defaults, so checkpoints written before them load and go on as the runs that wrote them.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import warnings
+from array import array
+from collections.abc import Iterator
+from typing import Any
+
+from scipy.optimize import Bounds, OptimizeWarning
+
+from ._backend import ArraySpace
+from ._checkpoint import CheckpointError
+from ._driver_options import disp_option
+
+__all__ = ["restore", "restoring", "state_of"]
+
+
+def state_of(run: Any) -> dict[str, Any]:
+    """The whole state of the `zovh_opt.Optimizer` ``run``, as plain data and arrays."""
+    return {
+        "space": run._step.space.describe(),
+        "method": run.method,
+        "method_options": run._method_options,
+        "options": {**run.options, "disp": disp_option(run.options["disp"])},
+        "source": run._seeds.get_state(),
+        "step": run._step.state(),
+        "nit": run.nit,
+        "told": run._told,
+        "status": run.status,
+        "message": run.message,
+        "phase": run._phase,
+        "pending": run._pending,
+        "partial": run._partial,
+        "trace": run._trace,
+        "elapsed": run.elapsed,
+        **run._coordinates.state(),
+        **run._stopping.state(),
+        **run._safeguard.state(),
+        **run._returned.state(),
+    }
+
+
+def restore(cls: type, state: dict[str, Any]) -> Any:
+    """The run of `state_of` again, as an instance of ``cls`` (`zovh_opt.Optimizer`)."""
+    space = ArraySpace.described(state["space"])
+    x0 = space.to_user(space.zeros((space.dim,)))
+    options = {**state["options"], **state["method_options"]}
+    bounds = state["bounds"]
+    bounds = None if bounds is None else Bounds(*bounds[:2])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", OptimizeWarning)  # warned when it was built
+        run = cls(x0, state["method"], bounds=bounds, options=options, rng=0)
+    run._seeds.set_state(state["source"])
+    run._step.load_state(state["step"])
+    vector = lambda a: None if a is None else space.to_user(run._step._vector(a))  # noqa: E731
+    run._coordinates.load_state(state, space)
+    run._stopping.load_state(state)
+    run._safeguard.load_state(state, vector)
+    run._returned.load_state(state, vector)
+    run.nit, run._told = int(state["nit"]), int(state["told"])
+    run.status, run.message = int(state["status"]), str(state["message"])
+    if state["phase"] not in ("iterate", "final", "done"):
+        raise ValueError(f"unknown phase {state['phase']!r}")
+    if state["pending"] not in (None, "iterate", "final"):
+        raise ValueError(f"unknown pending phase {state['pending']!r}")
+    run._phase, run._pending = state["phase"], state["pending"]
+    run._partial = [None if v is None else float(v) for v in state["partial"]]
+    if (run._pending is None) != (not run._partial) or (
+        run._pending == "iterate" and not run._step.asked
+    ):
+        raise ValueError("the pending ask and its values disagree")
+    run._trace = {
+        "nit": array("q", state["trace"]["nit"].tolist()),
+        "nfev": array("q", state["trace"]["nfev"].tolist()),
+        "fun": array("d", state["trace"]["fun"].tolist()),
+    }
+    run._elapsed = float(state["elapsed"])
+    return run
+
+
+@contextlib.contextmanager
+def restoring(path: Any, state: dict[str, Any], written_by: str) -> Iterator[None]:
+    """Turn what goes wrong while a state is restored into a `CheckpointError` that names
+    the file: a missing library, a missing key, a device this process lacks, a bad value."""
+    try:
+        yield
+    except ImportError as error:
+        raise CheckpointError(
+            f"{path} holds arrays of {state['space']['namespace']}, which is not "
+            f"installed: {error}"
+        ) from error
+    except KeyError as error:
+        raise CheckpointError(
+            f"{path} (written by zovh-opt {written_by}) holds an inconsistent state: "
+            f"{error} is missing"
+        ) from error
+    except LookupError as error:
+        raise CheckpointError(f"{path}: {error}") from error
+    except (TypeError, ValueError, AttributeError, IndexError) as error:
+        raise CheckpointError(
+            f"{path} (written by zovh-opt {written_by}) holds an inconsistent state: {error}"
+        ) from error

@@ -1,0 +1,182 @@
+"""The stopping rules: the budgets asked before each iteration, the tolerances after it.
+
+`StoppingRules` holds the options that end a run and the state of the ``ftol`` windows. The
+driver asks `budget_spent` before an iteration's ask and `after_iteration` after its tell;
+each answers ``None`` (go on) or a `Stop`, with the status codes of ``scipy.optimize`` where it
+has them. A stall of the ``ftol`` test is reported as `STALLED`: whether the run stops there
+or goes on at a finer scale is the safeguard's decision (`zovh_opt._safeguard`).
+
+- ``maxiter``, ``maxfev`` (default ``1000 d``; the iteration and the final evaluations are
+  reserved in it), ``maxtime`` (the final evaluations follow it);
+- ``ftarget``: the lowest value evaluated (with ``noisy=True``: the iteration's f estimate);
+- ``ftol``: the median f estimate of a window of ``ftol_window`` iterations (by default those
+  of ``2 d`` evaluations, at least 50) is lower than the window before's by at most ``ftol``
+  times their magnitude, or than the precision of f at ``x0`` (``eps`` times its scale);
+  ``"auto"`` is ``1e-12`` with the step rule, none with a fixed rate;
+- ``xtol``: the step length is below ``xtol`` times the length scale of ``x0``; ``"auto"`` is
+  ``1e-3 sqrt(eps)`` with the step rule, none with a fixed rate.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from typing import Any, NamedTuple
+
+__all__ = ["STALLED", "StoppingRules", "Stop"]
+
+# Status codes; 0-2 and 99 mean what they mean in scipy.optimize.
+SUCCESS, MAXFEV, MAXITER, FAILED, FTARGET, MAXTIME, INTERRUPTED, CALLBACK = 0, 1, 2, 3, 4, 5, 6, 99
+RUNNING = -1
+
+MAXFEV_PER_DIMENSION = 1000  # the default budget, maxfev = 1000 d (SciPy's Powell: 1000 d)
+FTOL = 1e-12  # default ftol with the step rule "auto": the f estimates have stopped decreasing
+FTOL_WINDOW = 50  # iterations of an ftol window at least; by default those of 2 d evaluations
+XTOL_PER_SQRT_EPS = 1e-3  # default xtol = 1e-3 sqrt(eps): 1.5e-11 (float64), 3.5e-7 (float32)
+
+
+class Stop(NamedTuple):
+    """Why a run ends: its status and message."""
+
+    status: int
+    message: str
+
+
+STALLED = Stop(SUCCESS, "stalled")  # ftol fired: stop, or go on at a finer scale (safeguard)
+
+FTOL_MESSAGE = (
+    "The median f estimate of the last {window} iterations was lower than that of the "
+    "iterations before by at most ftol (relative)."
+)
+
+
+class StoppingRules:
+    """The rules of one run and the state of its ``ftol`` windows.
+
+    Parameters
+    ----------
+    options : dict
+        The driver's options; ``"auto"`` and ``None`` defaults of ``ftol``, ``ftol_window``,
+        ``xtol`` and ``maxfev`` are resolved here, in place.
+    method : str
+        The method's name, for the error of a ``maxfev`` too small for one iteration.
+    adaptive : bool
+        Whether the method runs the step rule (the tolerances' ``"auto"`` stop only it).
+    dim, points_per_iteration, final_evaluations : int
+        ``d``, the evaluations of one iteration and those after the last.
+    eps : float
+        The precision of ``x0``'s dtype.
+    x0_scale : float
+        The length scale of ``x0`` that ``xtol`` multiplies with a fixed rate.
+    """
+
+    def __init__(
+        self,
+        options: dict[str, Any],
+        *,
+        method: str,
+        adaptive: bool,
+        dim: int,
+        points_per_iteration: int,
+        final_evaluations: int,
+        eps: float,
+        x0_scale: float,
+    ) -> None:
+        if options["ftol"] == "auto":
+            options["ftol"] = FTOL if adaptive else None
+        if options["ftol_window"] is None:
+            options["ftol_window"] = max(FTOL_WINDOW, math.ceil(2 * dim / points_per_iteration))
+        if options["xtol"] == "auto":
+            options["xtol"] = XTOL_PER_SQRT_EPS * math.sqrt(eps) if adaptive else None
+        least = points_per_iteration + final_evaluations
+        if options["maxfev"] is None:
+            options["maxfev"] = max(MAXFEV_PER_DIMENSION * dim, least)
+        if options["maxfev"] < least:
+            raise ValueError(
+                f"maxfev must allow one iteration and the final evaluation "
+                f"(>= {least} for method {method!r}), got {options['maxfev']}"
+            )
+        self.options = options
+        self.eps = eps
+        # x0's length scale for xtol with a fixed rate; the step rule keeps its own
+        self.x0_scale = x0_scale if not adaptive and options["xtol"] is not None else None
+        self.recent: list[float] = []  # f estimates of the current ftol window
+        self.previous_median = math.nan  # of the window before
+
+    def iteration_budget(self, points_per_iteration: int, final_evaluations: int) -> int:
+        """The iterations the run can take: ``maxiter``, or as many as ``maxfev`` pays for
+        after the final evaluations (for the ``disp`` table and the progress bar)."""
+        maxiter = self.options["maxiter"]
+        paid = max(1, (self.options["maxfev"] - final_evaluations) // points_per_iteration)
+        return paid if maxiter is None else min(maxiter, paid)
+
+    def budget_spent(self, nit: int, nfev: int, reserve: int, elapsed: float) -> Stop | None:
+        """Before an iteration: whether ``maxiter``, ``maxfev`` (with ``reserve`` evaluations
+        still to pay: the iteration and the final ones) or ``maxtime`` is spent."""
+        opts = self.options
+        if opts["maxiter"] is not None and nit >= opts["maxiter"]:
+            return Stop(
+                MAXITER,
+                "Maximum number of iterations has been exceeded. No tolerance was met within "
+                f"maxiter={opts['maxiter']}; raise it to go on.",
+            )
+        if nfev + reserve > opts["maxfev"]:
+            return Stop(
+                MAXFEV,
+                "Maximum number of function evaluations has been exceeded. No tolerance was "
+                f"met within maxfev={opts['maxfev']}; raise it to go on.",
+            )
+        if opts["maxtime"] is not None and elapsed >= opts["maxtime"]:
+            return Stop(MAXTIME, f"Maximum time of {opts['maxtime']:g} s has been exceeded.")
+        return None
+
+    def after_iteration(
+        self,
+        f_estimate: float,
+        lowest: float | None,
+        step_length: float,
+        length_scale: float,
+        f_scale: float,
+    ) -> Stop | None:
+        """After an iteration whose f estimate is ``f_estimate``: ``ftarget`` (against
+        ``lowest``, the lowest value evaluated, where given), then ``ftol`` (`STALLED`), then
+        ``xtol`` (the step length against ``xtol`` times ``length_scale``)."""
+        opts = self.options
+        target = opts["ftarget"]
+        if target is not None:
+            reached = f_estimate if lowest is None else lowest
+            if reached <= target:
+                return Stop(FTARGET, f"ftarget reached: f = {reached:.6g} <= {target:.6g}.")
+        self.recent.append(f_estimate)
+        if opts["ftol"] is not None and len(self.recent) == opts["ftol_window"]:
+            before, after = self.previous_median, statistics.median(self.recent)
+            self.recent, self.previous_median = [], after
+            # relative to the estimates, as SciPy's ftol; below the precision of f at x0 no
+            # decrease is real (0.1.0 took ftol of that scale too, which stopped a run at
+            # f - f* = 1e-12 |f(x0)|, far above COCO's targets for |f(x0)| ~ 1e7)
+            floor = self.eps * f_scale
+            if before - after <= max(opts["ftol"] * max(abs(before), abs(after)), floor):
+                return STALLED
+        if opts["xtol"] is not None and step_length <= opts["xtol"] * length_scale:
+            return Stop(SUCCESS, "The steps became shorter than xtol times the length scale of x0.")
+        return None
+
+    def converged_by_ftol(self) -> Stop:
+        """The stop of an ``ftol`` stall that the safeguard does not rescale."""
+        return Stop(SUCCESS, FTOL_MESSAGE.format(window=self.options["ftol_window"]))
+
+    def forget_windows(self) -> None:
+        """After a restart: no window to compare with."""
+        self.recent, self.previous_median = [], math.nan
+
+    def state(self) -> dict[str, Any]:
+        return {
+            "x0_scale": self.x0_scale,
+            "recent": list(self.recent),
+            "previous_median": self.previous_median,
+        }
+
+    def load_state(self, state: dict[str, Any]) -> None:
+        self.x0_scale = None if state["x0_scale"] is None else float(state["x0_scale"])
+        self.recent = [float(v) for v in state["recent"]]
+        self.previous_median = float(state["previous_median"])
