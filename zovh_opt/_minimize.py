@@ -219,8 +219,8 @@ def minimize(
         less the curvature model's smoothing bias for the default ``"zovh"``. ``"auto"``:
         1e-12 with the step rule (the estimates no longer decrease: converged, or at the noise
         floor), none with a fixed rate. ``tol`` sets it. With the step rule the first 3 times
-        the test fires the run goes on at a 10 times finer scale instead (`Optimizer`, Notes,
-        *Stalls*).
+        the test fires the run goes on at a 10 times finer scale instead (a stall is not yet
+        convergence: a rugged objective looks like noise at one scale; ``_safeguard``).
     ftol_window : int, optional
         Iterations per ``ftol`` window; by default those of ``2 d`` evaluations, at least 50.
     xtol : float or "auto", default "auto"
@@ -263,7 +263,8 @@ def minimize(
     restarts the next ends the run with status 3. With a fixed rate, an f estimate that
     shows the iterates diverging (it grew a hundredfold over its scale) restarts the same
     way, without limit. ``x`` is never non-finite. An exception in ``fun`` propagates
-    unchanged; use `Optimizer` to go on after it. Details in `Optimizer`.
+    unchanged; use `Optimizer` to go on after it. The rules are those of the safeguard
+    (docs: *Architecture*).
 
     *Noisy objectives.* For ``f(x) + sigma * xi`` the lowest of thousands of noisy values is
     biased low (it picks favourable noise) and its point is not the best one. Pass

@@ -307,8 +307,6 @@ class Optimizer:
         run_to_end(self, fun, args, callback=callback, workers=workers, vectorized=vectorized)
         return self.result()
 
-    # checkpoints ----------------------------------------------------------------------------
-
     @_exclusive
     def save(self, path: Any) -> None:
         """Write the whole state to ``path`` as a checkpoint file; `load` continues the run.
@@ -319,7 +317,11 @@ class Optimizer:
         link is written through, as ``numpy.savez`` does. ``FileExistsError`` if ``path`` is
         not a regular file (never replaced), ``FileNotFoundError`` if its directory is missing.
         """
-        _checkpoint.write(path, state_of(self), package_version=__version__)
+        _checkpoint.write(path, self._state(), package_version=__version__)
+
+    def _state(self) -> dict[str, Any]:
+        """The whole state, as `save` writes it (`zovh_opt._run_state`)."""
+        return state_of(self)
 
     @classmethod
     def load(cls, path: Any) -> Optimizer:

@@ -160,6 +160,26 @@ def run(args: argparse.Namespace) -> int:
     s = settings(args.quick)
     report = Report(args, NAME, "Black-box adversarial attack")
     weights, accuracy, X_test, y_test = train(s["epochs"])
+    chosen, targets = _images_and_targets(weights, X_test, y_test, s["seeds"])
+    iters = _attacks(s, weights, X_test, chosen, targets, args.jobs)
+    table = _table(report, s, iters, accuracy, len(y_test))
+    _plot(report, table)
+    data = {
+        "accuracy": accuracy,
+        "images": chosen.tolist(),
+        "targets": targets.tolist(),
+        "iterations": {
+            label: {f"{lr:g}": v.tolist() for lr, v in table[label][2].items()}
+            for label in CONTENDERS
+        },
+    }
+    path = report.write(s, data)
+    print(path.read_text())
+    return 0
+
+
+def _images_and_targets(weights: Any, X_test: Any, y_test: Any, seeds: int) -> tuple:
+    """One correctly classified test image per seed, and a target class other than its own."""
     # each seed attacks a different correctly classified test image, towards another class
     import torch
 
@@ -170,8 +190,13 @@ def run(args: argparse.Namespace) -> int:
         predicted = model(torch.tensor(X_test).reshape(-1, 1, SIDE, SIDE)).argmax(1).numpy()
     correct = np.nonzero(predicted == y_test)[0]
     rng = np.random.default_rng(0)
-    chosen = rng.choice(correct, size=s["seeds"], replace=False)
-    targets = (y_test[chosen] + rng.integers(1, 10, size=s["seeds"])) % 10
+    chosen = rng.choice(correct, size=seeds, replace=False)
+    targets = (y_test[chosen] + rng.integers(1, 10, size=seeds)) % 10
+    return chosen, targets
+
+
+def _attacks(s: dict, weights: Any, X_test: Any, chosen: Any, targets: Any, n_jobs: int) -> dict:
+    """Iterations to success, by (method, learning rate, seed)."""
     jobs = [
         (
             label,
@@ -186,9 +211,14 @@ def run(args: argparse.Namespace) -> int:
         for lr in LEARNING_RATES
         for seed in range(s["seeds"])
     ]
-    results = run_jobs(attack, jobs, args.jobs, NAME)
+    results = run_jobs(attack, jobs, n_jobs, NAME)
     iters = {(j[0], j[1], j[2]): r for j, r in zip(jobs, results, strict=True)}
 
+    return iters
+
+
+def _table(report: Report, s: dict, iters: dict, accuracy: float, n_test: int) -> dict:
+    """Each method at its best rate: the table; returns (best rate, its runs, all) by method."""
     table = {}
     for label in CONTENDERS:
         by_lr = {
@@ -214,7 +244,7 @@ def run(args: argparse.Namespace) -> int:
             ]
         )
     report.text(
-        f"CNN test accuracy {accuracy:.3f} on {len(y_test)} held-out digits (28 x 28, upsampled "
+        f"CNN test accuracy {accuracy:.3f} on {n_test} held-out digits (28 x 28, upsampled "
         f"from 8 x 8; d = {SIDE * SIDE}). l-infinity box {EPSILON}, mu = {s['smoothing']}, "
         f"K = 3 (HiZOO: 1 direction, 3 evaluations), lambda = 0.1; {s['seeds']} seeds, each a "
         "different image and target class; a run that has not succeeded after "
@@ -237,6 +267,10 @@ def run(args: argparse.Namespace) -> int:
         "Iterations until the perturbed image is misclassified",
     )
 
+    return table
+
+
+def _plot(report: Report, table: dict) -> None:
     plt = pyplot()
     fig, ax = plt.subplots(figsize=(7, 4))
     ax.boxplot([table[label][1] for label in CONTENDERS], whis=1.5)
@@ -245,15 +279,3 @@ def run(args: argparse.Namespace) -> int:
     ax.set_title(f"attack on a digits CNN, d = {SIDE * SIDE}")
     fig.tight_layout()
     report.figure(fig)
-    data = {
-        "accuracy": accuracy,
-        "images": chosen.tolist(),
-        "targets": targets.tolist(),
-        "iterations": {
-            label: {f"{lr:g}": v.tolist() for lr, v in table[label][2].items()}
-            for label in CONTENDERS
-        },
-    }
-    path = report.write(s, data)
-    print(path.read_text())
-    return 0

@@ -141,9 +141,27 @@ def run(args: argparse.Namespace) -> int:
     s = settings_for(args.quick)
     report = Report(args, NAME, "What the curvature model buys")
     kappas = (1e3, 1e6)
+    cos_jobs, cos = _cosines(report, s, args.jobs)
+    learned = _learned_model(report, s)
+    results = _against_tuned_peers(report, s, kappas, args.jobs)
+    grouped = _where_it_does_not_help(report, s, args.jobs)
+    md = report.write(
+        {**s, "iterations": ITERATIONS, "kappas": list(kappas)},
+        {
+            "cosines": dict(zip([f"{p} {d}" for p, d in cos_jobs], cos, strict=True)),
+            "runs": results,
+            "learning": learned,
+            "contrast": {f"{n} {s:g} {c}": v for (n, s, c), v in grouped.items()},
+        },
+    )
+    print(md.read_text())
+    return 0
 
+
+def _cosines(report: Report, s: dict, jobs: int) -> tuple[list, list]:
+    """Section 1: the cosine between the paper's step and its gradient estimate."""
     cos_jobs = [(p, d) for p in ("quadratic", "rosenbrock") for d in s["dims"]]
-    cos = run_jobs(cosines, cos_jobs, args.jobs, "cosines")
+    cos = run_jobs(cosines, cos_jobs, jobs, "cosines")
     report.text(
         '**1. The paper\'s step is g / lambda in high dimension.** `curvature="off"` at the '
         f"paper's K = 3, N = 4, mu = lambda = 0.1, {ITERATIONS} iterations from x0 ~ N(0, I) "
@@ -160,6 +178,11 @@ def run(args: argparse.Namespace) -> int:
         ],
     )
 
+    return cos_jobs, cos
+
+
+def _learned_model(report: Report, s: dict) -> dict:
+    """Section 2: the model learned on the condition-1e6 quadratic, and its figure."""
     learned = run_jobs(learning, [(s["d"], s["budget"], 0)], 1, "learning")[0]
     report.text(
         "**2. The learned model.** The condition-1e6 quadratic, seed 0, default zovh: the "
@@ -186,16 +209,21 @@ def run(args: argparse.Namespace) -> int:
     right.grid(alpha=0.3)
     fig.tight_layout()
     report.figure(fig)
+    return learned
+
+
+def _against_tuned_peers(report: Report, s: dict, kappas: tuple, n_jobs: int) -> dict:
+    """Section 3: zovh at its defaults against the peers at their best grid rates."""
     seeds = range(s["seeds"])
     tune_jobs = [(m, k, lr, 0, s) for m in PEERS for k in kappas for lr in s["grid"]]
-    tuned_values = run_jobs(final, tune_jobs, args.jobs, "tuning the peers")
+    tuned_values = run_jobs(final, tune_jobs, n_jobs, "tuning the peers")
     best: dict[tuple[str, float], tuple[float, float]] = {}
     for (m, k, lr, _, _), value in zip(tune_jobs, tuned_values, strict=True):
         if np.isfinite(value) and value < best.get((m, k), (np.inf, 0))[0]:
             best[m, k] = (value, lr)
     jobs = [("zovh", k, None, seed, s) for k in kappas for seed in seeds]
     jobs += [(m, k, best[m, k][1], seed, s) for m in PEERS for k in kappas for seed in seeds]
-    values = run_jobs(final, jobs, args.jobs, "runs")
+    values = run_jobs(final, jobs, n_jobs, "runs")
     results: dict[str, dict[str, Any]] = {}
     for (m, k, lr, _, _), value in zip(jobs, values, strict=True):
         entry = results.setdefault(f"{m} {k:g}", {"method": m, "kappa": k, "rate": lr, "f": []})
@@ -224,6 +252,11 @@ def run(args: argparse.Namespace) -> int:
     )
     report.table(["kappa", "method", "median f/f0", "range", "best peer / zovh"], rows)
 
+    return results
+
+
+def _where_it_does_not_help(report: Report, s: dict, jobs: int) -> dict:
+    """Section 4: the default against the paper's iteration, noiseless and noisy."""
     d = s["d"]
     contrast_jobs = [
         (name, sigma, curvature, seed, d)
@@ -232,7 +265,7 @@ def run(args: argparse.Namespace) -> int:
         for curvature in ("auto", "off")
         for seed in range(2)
     ]
-    ends = run_jobs(contrast, contrast_jobs, args.jobs, "contrast")
+    ends = run_jobs(contrast, contrast_jobs, jobs, "contrast")
     grouped: dict[tuple[str, float, str], list[float]] = {}
     for (name, sigma, curvature, _, _), value in zip(contrast_jobs, ends, strict=True):
         grouped.setdefault((name, sigma, curvature), []).append(value)
@@ -253,14 +286,4 @@ def run(args: argparse.Namespace) -> int:
     report.table(
         ["regime", "problem", "f(x0)", "default", 'curvature="off"', "default / off"], rows
     )
-    md = report.write(
-        {**s, "iterations": ITERATIONS, "kappas": list(kappas)},
-        {
-            "cosines": dict(zip([f"{p} {d}" for p, d in cos_jobs], cos, strict=True)),
-            "runs": results,
-            "learning": learned,
-            "contrast": {f"{n} {s:g} {c}": v for (n, s, c), v in grouped.items()},
-        },
-    )
-    print(md.read_text())
-    return 0
+    return grouped

@@ -102,6 +102,16 @@ def settings(quick: bool) -> dict[str, Any]:
 def run(args: argparse.Namespace) -> int:
     s = settings(args.quick)
     report = Report(args, NAME, "Convergence on synthetic functions")
+    curves, best_lr = _runs(s, args.jobs)
+    data, speedups, average = _tables(report, s, curves, best_lr)
+    _plot(report, s, curves, best_lr)
+    path = report.write(s, {"data": data, "speedups": speedups, "average_speedups": average})
+    print(path.read_text())
+    return 0
+
+
+def _runs(s: dict, jobs: int) -> tuple[dict, dict]:
+    """Every method's curves at its best grid rate, and those rates, by (problem, method)."""
     pairs = [(name, label) for name in PROBLEMS for label in CONTENDERS]
     grid = {
         (name, label): [lr * GRID_SCALE.get(label, 1.0) for lr in GRIDS[name]]
@@ -114,9 +124,7 @@ def run(args: argparse.Namespace) -> int:
         for lr in grid[name, label]
         for seed in range(s["selection_runs"])
     ]
-    first = dict(
-        zip([j[:4] for j in select], run_jobs(curve, select, args.jobs, "grid"), strict=True)
-    )
+    first = dict(zip([j[:4] for j in select], run_jobs(curve, select, jobs, "grid"), strict=True))
     best_lr = {}
     for name, label in pairs:
         finals = {
@@ -130,7 +138,7 @@ def run(args: argparse.Namespace) -> int:
         for name, label in pairs
         for seed in range(s["selection_runs"], s["runs"])
     ]
-    second = dict(zip([j[:4] for j in rest], run_jobs(curve, rest, args.jobs, "runs"), strict=True))
+    second = dict(zip([j[:4] for j in rest], run_jobs(curve, rest, jobs, "runs"), strict=True))
     runs = {**first, **second}
     curves = {
         (name, label): np.array(
@@ -138,7 +146,11 @@ def run(args: argparse.Namespace) -> int:
         )
         for name, label in pairs
     }
+    return curves, best_lr
 
+
+def _tables(report: Report, s: dict, curves: dict, best_lr: dict) -> tuple[dict, dict, dict]:
+    """The setting, the table of final values and speedups, and the average speedups."""
     report.text(
         f"d = {s['d']}, {s['iterations']} iterations, x0 ~ N(0, I), mu = {s['mu']}, "
         f"{s['runs']} runs per method; learning rate: the paper's grid value with the lowest "
@@ -201,7 +213,11 @@ def run(args: argparse.Namespace) -> int:
             for label in CONTENDERS
         ],
     )
+    return data, speedups, average
 
+
+def _plot(report: Report, s: dict, curves: dict, best_lr: dict) -> None:
+    """Mean curve and min-max band of every method, one panel per problem."""
     plt = pyplot()
     fig, axes = plt.subplots(1, len(PROBLEMS), figsize=(5 * len(PROBLEMS), 4))
     its = np.arange(curves[next(iter(curves))].shape[1]) * s["log_every"]
@@ -218,6 +234,3 @@ def run(args: argparse.Namespace) -> int:
         ax.legend(fontsize=7)
     fig.tight_layout()
     report.figure(fig)
-    path = report.write(s, {"data": data, "speedups": speedups, "average_speedups": average})
-    print(path.read_text())
-    return 0
