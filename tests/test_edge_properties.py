@@ -74,7 +74,7 @@ def unit_quadratic(hessian, centre):
 
 
 @settings(
-    max_examples=40,
+    max_examples=30,
     deadline=None,
     derandomize=True,
     suppress_health_check=[HealthCheck.too_slow],

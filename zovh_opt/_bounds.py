@@ -284,17 +284,21 @@ class Box:
         x = self.space.to_compute(x)
         return self.space.to_user(xp.minimum(xp.maximum(x, self._lower), self._upper))
 
-    def length_scale(self, x0: Any) -> float:
-        """The run's length scale ``l`` for a start ``x0`` in the box: the norm of the
-        coordinates' own scales, ``|x0_i|`` capped at the width ``u - l``, and where
-        ``x0_i = 0`` the width capped at 1 (without bounds, ``x0 = 0`` has ``l = sqrt(d)``).
-        Not ``|z0|``: a start near a bound may sit near ``z = 0`` by accident of the
-        margins."""
+    def coordinate_scales(self, x0: Any) -> Any:
+        """Each coordinate's own scale for a start ``x0`` in the box (a compute array):
+        ``|x0_i|`` capped at the width ``u - l``, and where ``x0_i = 0`` the width capped at 1
+        (without bounds, ``x0 = 0`` has ``l = sqrt(d)``, 1 per coordinate). Their norm is the
+        run's length scale, not ``|z0|``: a start near a bound may sit near ``z = 0`` by
+        accident of the margins."""
         xp = self.space.xp
         x = xp.abs(self.space.to_compute(x0))
         if self._widths is not None:
             x = xp.where(x > 0, xp.minimum(x, self._widths), xp.minimum(self._widths, 1.0))
-        return length_scale(norm(x), self.space.dim)
+        return x
+
+    def length_scale(self, x0: Any) -> float:
+        """The run's length scale ``l``: the norm of `coordinate_scales`."""
+        return length_scale(norm(self.coordinate_scales(x0)), self.space.dim)
 
     @property
     def all_fixed(self) -> bool:

@@ -1,7 +1,8 @@
 """Between the user's ``x`` and the run's own coordinates: the box map and the run's units.
 
-The method runs in coordinates ``z`` of its own: ``x = phi(unit * z)``, where ``phi`` maps onto
-the box of ``bounds`` (`zovh_opt._bounds`; the identity without bounds) and ``unit`` is a
+The method runs in coordinates ``z`` of its own: ``x = phi(unit * s * z)``, where ``phi`` maps
+onto the box of ``bounds`` (`zovh_opt._bounds`; the identity without bounds), ``s`` is the
+option ``x_scale`` (the scales the user knows, per coordinate; 1 by default) and ``unit`` is a
 power of two, 1 unless the scale of ``x`` is extreme (`run_unit`). Its values are ``f / f_unit``,
 ``f_unit`` likewise a power of two fixed by the first finite values. With the step rule every
 iterate is then what it would be at unit scales, bit for bit; the driver sees only user
@@ -46,6 +47,26 @@ def run_unit(scale: float, dtype: str, method_options: dict[str, Any]) -> float:
     return math.ldexp(1.0, math.frexp(scale)[1])
 
 
+def scales_of(x_scale: Any, scales: Any, space: ArraySpace) -> Any:
+    """The option ``x_scale`` as a compute array ``s`` of ``d`` positive numbers.
+
+    ``"x0"``: each coordinate's own scale at the start, ``scales`` (``|x0_i|``; with bounds
+    capped at the width, and where ``x0_i = 0`` the width capped at 1; 1 without bounds), as
+    Nelder-Mead's initial simplex takes its steps from ``x0``. Numbers are the scales the user
+    knows, as ``x_scale`` of ``scipy.optimize.least_squares`` or ``CMA_stds`` of pycma.
+    """
+    xp = space.xp
+    if isinstance(x_scale, str):  # "x0", checked with the options
+        return xp.where(scales > 0, scales, xp.ones_like(scales))
+    host = np.asarray(x_scale, dtype=np.float64)
+    if host.shape != (space.dim,):
+        raise ValueError(
+            f"x_scale must be 'x0' or {space.dim} positive numbers (one per coordinate), "
+            f"got shape {host.shape}"
+        )
+    return space.from_host(host)
+
+
 class Coordinates:
     """The map between user points and the run's, and between ``f`` and the run's values.
 
@@ -62,33 +83,38 @@ class Coordinates:
         The user's array namespace.
     """
 
-    def __init__(self, box: Box | None, unit: float, xp: Any) -> None:
+    def __init__(self, box: Box | None, unit: float, xp: Any, x_scale: Any = None) -> None:
         self.box = box
         self.unit = unit
         self.f_unit = 1.0  # set by `found_f_scale`
         self.xp = xp
+        self.x_scale = x_scale  # s, a compute array, or None (1)
 
     @classmethod
     def start(
-        cls, x0: Any, bounds: Any, method_options: dict[str, Any]
+        cls, x0: Any, bounds: Any, method_options: dict[str, Any], x_scale: Any = None
     ) -> tuple[Coordinates, Any, float]:
         """The coordinates of a run from ``x0``, ``z0`` (a new array) and the length scale
         there (in the run's unit).
 
         With bounds, ``x0`` is clipped into the box (SciPy's ``OptimizeWarning``), moved off
         a bound it sits on (`Box.start`), and the length scale knows the box
-        (`Box.length_scale`).
+        (`Box.coordinate_scales`). ``x_scale`` is the option: ``None``, ``"x0"`` or ``d``
+        positive numbers (`scales_of`).
         """
-        box, x0 = box_of(bounds, x0, ArraySpace(x0))
+        space = ArraySpace(x0)
+        box, x0 = box_of(bounds, x0, space)
+        scales = space.xp.abs(space.to_compute(x0)) if box is None else box.coordinate_scales(x0)
         if box is not None:
-            scale = box.length_scale(x0)
             x0 = box.start(x0)
-        else:
-            scale = length_scale(norm(x0), x0.shape[0])
-        unit = run_unit(scale, ArraySpace(x0).dtype_name, method_options)
+        s = None if x_scale is None else scales_of(x_scale, scales, space)
+        if s is not None:
+            x0, scales = space.to_user(space.to_compute(x0) / s), scales / s
+        scale = length_scale(norm(scales), space.dim)
+        unit = run_unit(scale, space.dtype_name, method_options)
         if unit != 1.0:
             x0, scale = x0 / unit, scale / unit
-        return cls(box, unit, namespace_of(x0)), x0, scale
+        return cls(box, unit, namespace_of(x0), s), x0, scale
 
     @property
     def all_fixed(self) -> bool:
@@ -97,14 +123,21 @@ class Coordinates:
 
     @property
     def identity(self) -> bool:
-        """Whether the run's points are the user's (no box, unit 1)."""
-        return self.box is None and self.unit == 1.0
+        """Whether the run's points are the user's (no box, unit 1, no ``x_scale``)."""
+        return self.box is None and self.unit == 1.0 and self.x_scale is None
 
     def to_user(self, z: Any) -> Any:
         """A new array of the run's point(s) ``z`` in the user's coordinates."""
         if self.unit != 1.0:
             z = z * self.unit
+        if self.x_scale is not None:
+            z = z * self._compute_scale(z)
         return self.box.to_box(z) if self.box is not None else self.xp.asarray(z, copy=True)
+
+    def _compute_scale(self, z: Any) -> Any:
+        """``s`` in the namespace of ``z`` (CPU PyTorch runs hand out tensors)."""
+        xp = namespace_of(z)
+        return self.x_scale if xp is namespace_of(self.x_scale) else xp.asarray(self.x_scale)
 
     def found_f_scale(self, scale: float, dtype: str, method_options: dict[str, Any]) -> None:
         """Fix the unit of ``f`` from its scale at the first finite values: the curvature
@@ -124,17 +157,20 @@ class Coordinates:
         if self.box is not None:
             return {}
         estimates = method_estimates()
-        unit, f_unit = self.unit, self.f_unit
-        if unit == 1.0 and f_unit == 1.0:
+        unit, f_unit, s = self.unit, self.f_unit, self.x_scale
+        if unit == 1.0 and f_unit == 1.0 and s is None:
             return estimates
         # (unit^2 may overflow a float where the array holds inf or 0 honestly)
         with np.errstate(over="ignore", under="ignore"):
             if "jac" in estimates:
-                estimates["jac"] = estimates["jac"] * (f_unit / unit)
+                jac = estimates["jac"] * (f_unit / unit)
+                estimates["jac"] = jac if s is None else jac / self._compute_scale(jac)
             inverse = estimates.pop("hess_inv", None)
             if isinstance(inverse, DiagonalOperator):
                 diagonal = inverse.diagonal() * (unit / f_unit)
                 diagonal *= unit
+                if s is not None:
+                    diagonal *= self._compute_scale(diagonal) ** 2
                 estimates["hess_inv"] = DiagonalOperator(diagonal)
         return estimates
 
@@ -143,6 +179,7 @@ class Coordinates:
             "bounds": None if self.box is None else self.box.state(),
             "unit": self.unit,
             "f_unit": self.f_unit,
+            "x_scale": self.x_scale,
         }
 
     def load_state(self, state: dict[str, Any], space: ArraySpace) -> None:
@@ -155,3 +192,5 @@ class Coordinates:
             self.box = Box(*bounds[:2], space, bounds[2] if len(bounds) > 2 else None)
         self.unit = float(state.get("unit", 1.0))
         self.f_unit = float(state.get("f_unit", 1.0))
+        s = state.get("x_scale")
+        self.x_scale = None if s is None else space.from_numpy(s)

@@ -6,9 +6,11 @@ from __future__ import annotations
 import warnings
 from typing import Any
 
+import numpy as np
+from array_api_compat import is_array_api_obj
 from scipy.optimize import OptimizeWarning
 
-from ._backend import as_array, namespace_of
+from ._backend import as_array, namespace_of, to_numpy
 from ._methods import METHODS
 from ._options import (
     Option,
@@ -47,6 +49,23 @@ def disp_option(value: int) -> bool | int:
     return {-1: True, 0: False}.get(value, value)
 
 
+def _x_scale(name: str, value: Any) -> str | list[float]:
+    """``"x0"`` or a one-dimensional sequence of finite numbers > 0 (host floats; the length
+    is checked against ``x0``'s when the run starts)."""
+    if isinstance(value, str):
+        if value != "x0":
+            raise ValueError(f"{name} must be 'x0' or positive numbers, got {value!r}")
+        return value
+    try:
+        array = is_array_api_obj(value)
+        host = np.asarray(to_numpy(value) if array else value, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise TypeError(f"{name} must be 'x0' or positive numbers, got {value!r}") from None
+    if host.ndim != 1 or not np.all(np.isfinite(host)) or not np.all(host > 0):
+        raise ValueError(f"{name} must be 'x0' or finite numbers > 0, one per coordinate")
+    return host.tolist()
+
+
 DRIVER_OPTIONS: dict[str, Option] = {
     "maxiter": Option(None, optional(integer_between(1, BIG))),
     "maxfev": Option(None, optional(integer_between(1, BIG))),
@@ -60,6 +79,7 @@ DRIVER_OPTIONS: dict[str, Option] = {
     "max_restarts": Option(5, integer_between(0, 10**6)),
     "disp": Option(False, _disp),
     "progress": Option(False, boolean),
+    "x_scale": Option(None, optional(_x_scale)),
 }
 
 

@@ -246,6 +246,14 @@ def minimize(
     max_restarts : int, default 5
         Restarts after 10 iterations in a row without finite values, before the next such
         failure ends the run with status 3. Divergence of a fixed rate always restarts.
+    x_scale : "x0" or array_like of d floats, optional
+        The scale of each coordinate: the run takes place in ``x / x_scale``, so its first
+        step and its smoothing radius are ``x_scale`` times as long in each coordinate, as
+        ``x_scale`` of ``scipy.optimize.least_squares`` and ``CMA_stds`` of pycma. ``"x0"``:
+        the start's own, ``|x0_i|`` (with bounds capped at the interval's width; where
+        ``x0_i = 0`` the width capped at 1, or 1), as Nelder-Mead's initial simplex. For
+        parameters of very different sizes; by default every coordinate has the scale of
+        ``|x0|``.
     disp : bool or int, default False
         Print a table row (iteration, evaluations, f estimate, step norm, learning rate,
         elapsed seconds) about 20 times a run, or every ``disp`` iterations, then a summary;

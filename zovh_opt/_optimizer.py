@@ -139,7 +139,8 @@ class Optimizer:
         self._lock = threading.RLock()
         self.method = checked_method(method)
         self.options, method_options = run_options(method, options, tol)
-        self._coordinates, z0, scale = Coordinates.start(validated_x0(x0), bounds, method_options)
+        x0, x_scale = validated_x0(x0), self.options["x_scale"]
+        self._coordinates, z0, scale = Coordinates.start(x0, bounds, method_options, x_scale)
         self.xp = namespace_of(z0)
         self._seeds = DirectionSource(rng)
         maxfev = self.options["maxfev"]

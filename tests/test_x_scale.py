@@ -1,0 +1,74 @@
+"""The option ``x_scale``: the scales a user knows per coordinate (issue #29, item 3)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import zovh_opt
+
+SCALES = np.array([0.06, 0.12, 0.8, 1.8, 6.0, 9.0])
+CENTRE = SCALES * np.array([1.2, 0.9, 1.1, 0.8, 1.05, 0.95])
+
+
+def badly_scaled(x):
+    """A quadratic whose natural unit in each coordinate is ``SCALES``."""
+    return float(np.sum(((x - CENTRE) / SCALES) ** 2))
+
+
+def test_x_scale_is_the_run_in_scaled_coordinates_bit_for_bit():
+    scaled = zovh_opt.minimize(badly_scaled, SCALES, rng=3, options={"x_scale": SCALES})
+    by_hand = zovh_opt.minimize(lambda u: badly_scaled(u * SCALES), np.ones(6), rng=3)
+    assert np.array_equal(scaled.x, by_hand.x * SCALES) and scaled.nfev == by_hand.nfev
+    # the estimates in the user's units: d/dx = (d/du) / s, inverse Hessian times s^2
+    np.testing.assert_array_equal(scaled.jac, by_hand.jac / SCALES)
+    np.testing.assert_array_equal(
+        scaled.hess_inv.diagonal(), by_hand.hess_inv.diagonal() * SCALES**2
+    )
+
+
+def test_x_scale_x0_takes_the_scales_of_the_start_and_helps_a_badly_scaled_start():
+    plain = zovh_opt.minimize(badly_scaled, SCALES, rng=0, options={"maxfev": 600})
+    scaled = zovh_opt.minimize(
+        badly_scaled, SCALES, rng=0, options={"maxfev": 600, "x_scale": "x0"}
+    )
+    by_array = zovh_opt.minimize(
+        badly_scaled, SCALES, rng=0, options={"maxfev": 600, "x_scale": SCALES}
+    )
+    assert np.array_equal(scaled.x, by_array.x)
+    assert scaled.fun < 1e-3 * plain.fun
+
+
+def test_x_scale_x0_uses_one_or_the_width_where_x0_is_zero():
+    x0 = np.array([0.0, 2.0, 0.0])
+    opt = zovh_opt.Optimizer(
+        x0, bounds=[(0, 0.5), (None, None), (None, None)], options={"x_scale": "x0"}
+    )
+    np.testing.assert_array_equal(opt._coordinates.x_scale, [0.5, 2.0, 1.0])
+
+
+def test_x_scale_survives_a_checkpoint(tmp_path):
+    options = {"x_scale": SCALES, "maxfev": 900}
+    whole = zovh_opt.minimize(badly_scaled, SCALES, rng=5, options=options)
+    part = zovh_opt.Optimizer(SCALES, rng=5, options=options)
+    for _ in range(20):
+        part.tell([badly_scaled(p) for p in part.ask()])
+    part.save(tmp_path / "run.npz")
+    resumed = zovh_opt.Optimizer.load(tmp_path / "run.npz").run(badly_scaled)
+    assert np.array_equal(resumed.x, whole.x) and resumed.nfev == whole.nfev
+
+
+@pytest.mark.parametrize(
+    ("x_scale", "error", "match"),
+    [
+        ("big", ValueError, "'x0' or positive"),
+        ([1.0, -1.0, 1.0, 1.0, 1.0, 1.0], ValueError, "> 0"),
+        ([1.0, np.inf, 1.0, 1.0, 1.0, 1.0], ValueError, "finite"),
+        ([1.0, 2.0], ValueError, "6 positive numbers"),
+        ([[1.0] * 6], ValueError, "one per coordinate"),
+        (object(), TypeError, "'x0' or positive"),
+    ],
+)
+def test_bad_x_scale_is_refused(x_scale, error, match):
+    with pytest.raises(error, match=match):
+        zovh_opt.minimize(badly_scaled, SCALES, options={"x_scale": x_scale})
