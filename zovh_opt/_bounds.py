@@ -29,8 +29,7 @@ from typing import Any
 import numpy as np
 from scipy.optimize import Bounds, OptimizeWarning
 
-from ._backend import ArraySpace, norm
-from ._step_size import length_scale
+from ._backend import ArraySpace
 
 __all__ = ["Box", "box_of"]
 
@@ -288,17 +287,13 @@ class Box:
         """Each coordinate's own scale for a start ``x0`` in the box (a compute array):
         ``|x0_i|`` capped at the width ``u - l``, and where ``x0_i = 0`` the width capped at 1
         (without bounds, ``x0 = 0`` has ``l = sqrt(d)``, 1 per coordinate). Their norm is the
-        run's length scale, not ``|z0|``: a start near a bound may sit near ``z = 0`` by
-        accident of the margins."""
+        run's length scale (`zovh_opt._coordinates`), not ``|z0|``: a start near a bound may
+        sit near ``z = 0`` by accident of the margins."""
         xp = self.space.xp
         x = xp.abs(self.space.to_compute(x0))
         if self._widths is not None:
             x = xp.where(x > 0, xp.minimum(x, self._widths), xp.minimum(self._widths, 1.0))
         return x
-
-    def length_scale(self, x0: Any) -> float:
-        """The run's length scale ``l``: the norm of `coordinate_scales`."""
-        return length_scale(norm(self.coordinate_scales(x0)), self.space.dim)
 
     @property
     def all_fixed(self) -> bool:
