@@ -146,7 +146,8 @@ def to_host_floats(values: Any, what: str) -> list[float]:
         if not xp.isdtype(values.dtype, ("real floating", "integral")):
             raise TypeError(f"{what} must be real numbers, got dtype {values.dtype}")
         return [float(v) for v in to_numpy(values).tolist()]
-    if (
+    plain = type(values) in (list, tuple)  # the common case, without the ABC checks below
+    if not plain and (
         isinstance(values, (str, bytes, Mapping, AbstractSet))
         or not hasattr(values, "__iter__")
     ):
@@ -155,7 +156,7 @@ def to_host_floats(values: Any, what: str) -> list[float]:
             f"{what} must be a sequence of real numbers in the order of the points, "
             f"got {type(values).__name__}"
         )
-    if not isinstance(values, Sequence):  # a generator or iterator is read once, here
+    if not plain and not isinstance(values, Sequence):  # a generator is read once, here
         values = list(values)
     if all(isinstance(v, float) for v in values):  # Python floats and NumPy float64 scalars
         return [float(v) for v in values]

@@ -52,7 +52,7 @@ def _exclusive(method: Callable[..., Any]) -> Callable[..., Any]:
 
     @functools.wraps(method)
     def guarded(self: Optimizer, *args: Any, **kwargs: Any) -> Any:
-        if not self._lock.acquire(blocking=False):
+        if not self._lock.acquire(False):
             raise RuntimeError(
                 "this Optimizer is in use by another thread: ask, tell, discard, run and save "
                 "of one optimizer must not overlap (drive it from one thread, or hold a lock "
