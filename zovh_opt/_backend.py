@@ -163,15 +163,16 @@ def to_host_floats(values: Any, what: str) -> list[float]:
     return [real_scalar(v, f"each of {what}") for v in values]
 
 
-def norm(v: Any) -> float:
+def norm(v: Any, xp: Any = None) -> float:
     """The Euclidean norm of the array ``v`` as a float, free of overflow and underflow.
 
     ``vector_norm`` squares the entries: in float64 entries above ``1e154`` overflow to
     ``inf`` and entries below ``1e-154`` vanish (float32: ``1e19``, ``1e-19``). Where the
     plain norm is ``inf`` or below ``sqrt(tiny / eps)`` it is computed again from ``v``
-    divided by its largest entry (two more passes, only then).
+    divided by its largest entry (two more passes, only then). ``xp``, ``v``'s namespace
+    where the caller knows it (looking it up costs microseconds per call).
     """
-    xp = array_api_compat.array_namespace(v)
+    xp = array_api_compat.array_namespace(v) if xp is None else xp
     with np.errstate(over="ignore", under="ignore"):  # NumPy's warnings: handled below
         plain = float(xp.linalg.vector_norm(v))
     info = xp.finfo(v.dtype)

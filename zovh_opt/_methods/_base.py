@@ -103,7 +103,7 @@ class AskTellMethod:
         self._adapt_smoothing = False
         self._rate = math.nan
         if scale is None:
-            scale = _step_size.length_scale(norm(self._x), self.space.dim)
+            scale = _step_size.length_scale(norm(self._x, self.xp), self.space.dim)
         self.scale = float(scale)
         if rate == "auto":
             self.control = StepSizeControl(self.space.dim, self.scale, ceiling=self.rate_ceiling)
@@ -476,7 +476,7 @@ class GradientStepMethod(AskTellMethod):
     def direction_norm(self) -> float:
         if self._direction is None:
             return 0.0
-        return norm(self._direction)
+        return norm(self._direction, self.xp)
 
     def _move(self, learning_rate: float) -> None:
         if self._direction is None:

@@ -115,7 +115,6 @@ class PreconditionedZoVH(ZoVH, GradientStepMethod, curvature="diagonal"):
         if self.history == "auto":
             self.history = MODEL_HISTORY
         self._kept: list[KeptPairs] = []  # the latest first, at most history - 1
-        self._first_step = INITIAL_STEP * self.scale
         self.model = DiagonalCurvature(self.space)
         self._whitened = None  # s * u_m of the pending ask, the points' directions
         # |u_m|^2 of the pending ask: on the device, then on the host when first needed
@@ -125,6 +124,11 @@ class PreconditionedZoVH(ZoVH, GradientStepMethod, curvature="diagonal"):
     @property
     def points_per_iteration(self) -> int:
         return 2 * self.n_directions
+
+    @property
+    def _first_step(self) -> float:
+        """The first step's length, ``0.1 l``: `_start` sets the model's scale by it."""
+        return INITIAL_STEP * self.scale
 
     def _prepare(self) -> None:
         self._whiten(self._draw(self.n_directions))
@@ -152,7 +156,7 @@ class PreconditionedZoVH(ZoVH, GradientStepMethod, curvature="diagonal"):
         while the gradient estimate is 0."""
         P, d = self.n_directions, self.space.dim
         delta = (values[:P] - values[P:]) / (2 * self.smoothing)
-        length = norm(self.space.from_host(delta) @ self._whitened)
+        length = norm(self.space.from_host(delta) @ self._whitened, self.xp)
         if math.isfinite(length) and length > 0:
             self.model.start(length / ((d + P + 1) * self._first_step))
 
@@ -274,7 +278,6 @@ class PreconditionedZoVH(ZoVH, GradientStepMethod, curvature="diagonal"):
 
     def load_state(self, state: dict[str, Any]) -> None:
         super().load_state(state)
-        self._first_step = INITIAL_STEP * self.scale
         self.model.load_state(state["model"])
         whitening = self._vector(state["gradient_whitening"])
         curvature, pairs = float(state["gradient_curvature"]), int(state["gradient_pairs"])
