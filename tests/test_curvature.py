@@ -182,18 +182,19 @@ def test_flat_and_linear_objectives_neither_blow_up_nor_stall():
 
 
 def test_the_option_curvature_selects_the_iteration():
-    x0 = np.ones(30)
+    x0 = np.ones(60)  # above the full model's dimensions: "auto" is the diagonal model
     assert type(ZoVH(x0)) is PreconditionedZoVH
     assert type(ZoVH(x0, learning_rate=1e-3)) is PaperZoVH  # the paper's Algorithm 1
     assert type(ZoVH(x0, curvature="off")) is PaperZoVH  # with the step rule
     assert type(ZoVH(x0, curvature="diagonal", learning_rate=1.0)) is PreconditionedZoVH
+    assert type(ZoVH(np.ones(30), curvature="diagonal")) is PreconditionedZoVH
     assert all(isinstance(ZoVH(x0, curvature=c), ZoVH) for c in ("auto", "diagonal", "off"))
-    assert ZoVH(x0, curvature="off").n_directions == 3 and ZoVH(x0).n_directions == 7
+    assert ZoVH(x0, curvature="off").n_directions == 3 and ZoVH(x0).n_directions == 8
     with pytest.raises(ValueError, match="product, inverse: option.* of the paper's iteration"):
         ZoVH(x0, history=2, product="decoupled", inverse="exact")
     assert ZoVH(x0).history == 4 and ZoVH(x0, history=2).history == 2
-    with pytest.raises(ValueError, match="curvature must be one of 'auto', 'diagonal', 'off'"):
-        zovh_opt.minimize(lambda x: float(x @ x), x0, options={"curvature": "full"})
+    with pytest.raises(ValueError, match="curvature must be one of 'auto', 'full', 'diagonal'"):
+        zovh_opt.minimize(lambda x: float(x @ x), x0, options={"curvature": "dense"})
 
 
 def test_the_paper_iteration_is_unchanged_with_a_float_rate():

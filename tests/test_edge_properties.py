@@ -123,12 +123,11 @@ def test_points_stay_finite_in_the_box_and_success_means_converged(problem):
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
 def test_the_property_tests_problems_are_solved_at_unit_scale(dtype):
     """A check of the property test itself: its problems are solved from a corner of the box,
-    and in float32 the run says so (float64 ends by maxfev at 1e-17: its tolerances sit at
-    float64's precision), so `success` is claimed and checked there, not vacuously true."""
+    and the run says so, so `success` is claimed and checked, not vacuously true."""
     rng = np.random.default_rng(0)
     q, _ = np.linalg.qr(rng.standard_normal((4, 4)))
     hessian = q @ np.diag(np.logspace(0, 2, 4)) @ q.T
     g = unit_quadratic(hessian, np.full(4, 0.2))
     res = zovh_opt.minimize(g, np.ones(4, dtype=dtype), bounds=[(-1, 1)] * 4, rng=0)
     assert math.isfinite(res.fun) and res.fun <= 1e-6 * g(np.ones(4))
-    assert res.success == (dtype is np.float32)
+    assert res.success

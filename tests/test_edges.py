@@ -331,8 +331,10 @@ def test_every_variable_fixed_costs_one_evaluation():
 def test_the_result_says_which_iteration_ran():
     paper = zovh_opt.minimize(shifted_sphere, np.ones(20), rng=0, options={"maxfev": 200})
     model = zovh_opt.minimize(shifted_sphere, np.ones(20), rng=0, options={"maxfev": 2000})
+    wide = zovh_opt.minimize(shifted_sphere, np.ones(60), rng=0, options={"maxfev": 2000})
     assert paper.iteration == "Algorithm 1 (curvature='off')"
-    assert model.iteration == "diagonal curvature model (curvature='diagonal')"
+    assert model.iteration == "full curvature model (curvature='full')"
+    assert wide.iteration == "diagonal curvature model (curvature='diagonal')"
     other = zovh_opt.minimize(shifted_sphere, np.ones(4), method="zoar", options={"maxiter": 2})
     assert other.iteration == "zoar"
 

@@ -172,6 +172,13 @@ class Coordinates:
                 if s is not None:
                     diagonal *= self._compute_scale(diagonal) ** 2
                 estimates["hess_inv"] = DiagonalOperator(diagonal)
+            elif inverse is not None:  # the full model's (d, d) array
+                dense = inverse * (unit / f_unit)
+                dense *= unit
+                if s is not None:
+                    scale = self._compute_scale(dense)
+                    dense *= scale[:, None] * scale[None, :]
+                estimates["hess_inv"] = dense
         return estimates
 
     def state(self) -> dict[str, Any]:

@@ -31,7 +31,7 @@ from typing import Any
 from array_api_compat import device as _device
 
 from ._backend import ArraySpace, namespace_of
-from .estimators import SymmetricOperator
+from .estimators import SymmetricOperator, transported_differences
 
 SHAPE_RATE = 0.05  # beta: learning rate of the model's shape (log h per iteration)
 SCALE_RATE = 0.5  # of its overall scale
@@ -77,6 +77,43 @@ class DiagonalCurvature:
         self.shape += rho
         self.shape -= float(xp.mean(self.shape))  # mean 0 up to rounding: keep it there
         self._refresh()
+
+    def whiten(self, U: Any, whitening: Any = None) -> Any:
+        """The points' directions ``s * u_m`` of the rows ``U`` (in place), with the current
+        ``s`` or the given one."""
+        s = self.whitening if whitening is None else whitening
+        if s is not None:
+            U *= s
+        return U
+
+    def learn(self, weights: Any, drawn: Any, directions: Any, *, in_place: bool) -> None:
+        """`update` from the pair weights ``w_m = r_m / ((P - 1) mu^2)`` (host) and the
+        points' directions ``s * u_m`` (``drawn`` is the same array, whitened in place);
+        ``in_place=False`` leaves ``directions`` as they are."""
+        U, s = directions, self.whitening  # back to u_m, squared
+        if not in_place:
+            U = U / s if s is not None else self.space.xp.asarray(U, copy=True)
+        elif s is not None:
+            U /= s
+        U *= U
+        self.update(self.space.from_host(weights) @ U)
+
+    def transported(self, rows: Any, deltas: Any, displacement: Any) -> Any:
+        """Central differences of earlier pairs moved to the current point with the model's
+        ``diag(h)`` (`zovh_opt.estimators.transported_differences`)."""
+        s, c = self.whitening, self.curvature
+        h = c if s is None else c / (s * s)  # the model's diag(h) in x
+        return transported_differences(rows, deltas, displacement, h)
+
+    @property
+    def snapshot(self) -> Any:
+        """What `gradient_of` needs of the model that forms a direction: ``s``."""
+        return self.whitening
+
+    def gradient_of(self, direction: Any, whitening: Any) -> Any:
+        """``direction / s^2`` for the ``s`` the direction was formed with (a new array):
+        ``diag(h) direction / c``."""
+        return direction / (whitening * whitening)
 
     def _refresh(self) -> None:
         half = self.shape * -0.5

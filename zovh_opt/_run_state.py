@@ -23,6 +23,7 @@ from scipy.optimize import Bounds, OptimizeWarning
 from ._backend import ArraySpace
 from ._checkpoint import CheckpointError
 from ._driver_options import disp_option
+from ._methods import METHODS
 
 __all__ = ["restore", "restoring", "state_of"]
 
@@ -56,7 +57,11 @@ def restore(cls: type, state: dict[str, Any]) -> Any:
     """The run of `state_of` again, as an instance of ``cls`` (`zovh_opt.Optimizer`)."""
     space = ArraySpace.described(state["space"])
     x0 = space.to_user(space.zeros((space.dim,)))
-    options = {**state["options"], **state["method_options"]}
+    method = METHODS.get(state["method"])  # an unknown name: the Optimizer says so
+    method_options = state["method_options"]
+    if method is not None:
+        method_options = method.options_from_checkpoint(method_options)
+    options = {**state["options"], **method_options}
     bounds = state["bounds"]
     bounds = None if bounds is None else Bounds(*bounds[:2])
     with warnings.catch_warnings():

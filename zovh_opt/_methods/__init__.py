@@ -11,6 +11,7 @@ from .mezo import MeZO
 from .zo_sgd import ZOSGD
 from .zoar import ZOAR
 from .zovh import ZoVH
+from .zovh_full import FullCurvatureZoVH
 from .zovh_paper import PaperZoVH
 from .zovh_preconditioned import PreconditionedZoVH
 
@@ -37,13 +38,14 @@ def build(
     """
     method = METHODS[name]
     options = method.options_for_budget(options, x0.shape[0], maxfev)
-    iteration = method.iteration_class(options)
+    iteration = method.iteration_class(options, x0.shape[0])
     return iteration(x0, rng=rng, scale=scale, **options), options
 
 
 __all__ = [
     "METHODS",
     "AskTellMethod",
+    "FullCurvatureZoVH",
     "GradientStepMethod",
     "HiZOO",
     "MeZO",

@@ -68,8 +68,15 @@ class AskTellMethod:
         return options
 
     @classmethod
-    def iteration_class(cls, options: dict[str, Any]) -> type[AskTellMethod]:
-        """The class that runs ``options``: this one (``"zovh"`` chooses between two)."""
+    def options_from_checkpoint(cls, options: dict[str, Any]) -> dict[str, Any]:
+        """The options a checkpoint's run continues with: its own (``"zovh"`` reads the
+        meaning its ``"auto"`` had when the checkpoint was written)."""
+        return options
+
+    @classmethod
+    def iteration_class(cls, options: dict[str, Any], dim: int) -> type[AskTellMethod]:
+        """The class that runs ``options`` in ``dim`` dimensions: this one (``"zovh"``
+        chooses among three)."""
         return cls
 
     @property

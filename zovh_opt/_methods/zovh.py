@@ -60,7 +60,7 @@ class ZoVH(AskTellMethod):
     name = "zovh"
     options = {
         **AskTellMethod.options,
-        "curvature": Option("auto", one_of("auto", "diagonal", "off")),
+        "curvature": Option("auto", one_of("auto", "full", "diagonal", "off")),
         "n_directions": Option("auto", integer_or_auto(2, MAX_DIRECTIONS)),
         "history": Option("auto", integer_or_auto(1, MAX_HISTORY)),
         "regularization": Option("auto", positive_or_auto),
@@ -81,21 +81,37 @@ class ZoVH(AskTellMethod):
         # ``ZoVH(x0, ...)``, the public constructor, builds the iteration the options ask for
         # (`iteration_for`); the driver calls that function itself and builds the class
         if cls is ZoVH:
-            cls = iteration_for(options)
+            cls = iteration_for(options, _dimension(args[0] if args else options.get("x0")))
         return super().__new__(cls)
 
     @classmethod
     def options_for_budget(
         cls, options: dict[str, Any], dim: int, maxfev: int | None
     ) -> dict[str, Any]:
-        """``curvature="off"`` for ``"auto"`` below ``30 d`` evaluations
-        (`curvature_for_budget`)."""
-        return curvature_for_budget(options, dim, maxfev)
+        """``curvature="auto"`` resolved for a run of ``maxfev`` evaluations in ``dim``
+        dimensions: ``"off"`` below ``30 d`` evaluations (`curvature_for_budget`), else the
+        iteration `iteration_for` chooses, so that a checkpoint names it."""
+        options = curvature_for_budget(options, dim, maxfev)
+        curvature = options.get("curvature", "auto")
+        if isinstance(curvature, str) and curvature == "auto":
+            options = {**options, "curvature": _curvature_of(options, dim)}
+        return options
 
     @classmethod
-    def iteration_class(cls, options: dict[str, Any]) -> type[ZoVH]:
-        """The class that runs ``options`` (`iteration_for`)."""
-        return iteration_for(options)
+    def options_from_checkpoint(cls, options: dict[str, Any]) -> dict[str, Any]:
+        """A checkpoint's options: one written before ``"auto"`` was resolved when a run
+        starts (before the full model) holds ``"auto"``, which then was the diagonal model
+        (the paper's iteration with a float learning rate)."""
+        curvature = options.get("curvature", "auto")
+        if isinstance(curvature, str) and curvature == "auto":
+            wide = FULL_MODEL_MAX_DIMENSION + 1  # "auto" was the diagonal model in any d
+            return {**options, "curvature": _curvature_of(options, wide)}
+        return options
+
+    @classmethod
+    def iteration_class(cls, options: dict[str, Any], dim: int) -> type[ZoVH]:
+        """The class that runs ``options`` in ``dim`` dimensions (`iteration_for`)."""
+        return iteration_for(options, dim)
 
 
 # Below this many evaluations per dimension "auto" runs the paper's iteration: each of its
@@ -107,6 +123,10 @@ class ZoVH(AskTellMethod):
 # 0.4 d); the model ended 234-2114x lower on the diagonal quadratics at 30 d.
 MODEL_MIN_EVALUATIONS_PER_DIMENSION = 30
 
+# "auto" learns a full model up to this dimension, a diagonal one above (measured: docs'
+# tuning page)
+FULL_MODEL_MAX_DIMENSION = 40
+
 
 def curvature_for_budget(options: dict[str, Any], dim: int, maxfev: int | None) -> dict[str, Any]:
     """``options`` with ``curvature="off"`` where ``"auto"`` would choose the curvature model
@@ -116,24 +136,43 @@ def curvature_for_budget(options: dict[str, Any], dim: int, maxfev: int | None) 
         maxfev is None
         or maxfev >= MODEL_MIN_EVALUATIONS_PER_DIMENSION * dim
         or not (isinstance(curvature, str) and curvature == "auto")
-        or _curvature_of(options) != "diagonal"
+        or _curvature_of(options, dim) == "off"
         or any(name in options for name in PAPER_ONLY)  # left to the model's own error
     ):
         return options
     return {**options, "curvature": "off"}
 
 
-def _curvature_of(options: dict[str, Any]) -> str:
-    """The iteration the options ask for: ``"diagonal"`` or ``"off"`` (invalid values are
-    left to the option check of the class they reach)."""
+def model_for_dimension(dim: int) -> str:
+    """``curvature="auto"``'s model: ``"full"`` up to `FULL_MODEL_MAX_DIMENSION`,
+    ``"diagonal"`` above."""
+    return "full" if dim <= FULL_MODEL_MAX_DIMENSION else "diagonal"
+
+
+def _curvature_of(options: dict[str, Any], dim: int) -> str:
+    """The iteration the options ask for in ``dim`` dimensions: ``"full"``, ``"diagonal"``
+    or ``"off"`` (invalid values are left to the option check of the class they reach)."""
     curvature = options.get("curvature", "auto")
     if isinstance(curvature, str) and curvature == "auto":
         rate = options.get("learning_rate", "auto")
-        return "diagonal" if isinstance(rate, str) and rate == "auto" else "off"
-    return "diagonal" if isinstance(curvature, str) and curvature == "diagonal" else "off"
+        auto = isinstance(rate, str) and rate == "auto"
+        return model_for_dimension(dim) if auto else "off"
+    if isinstance(curvature, str) and curvature in ("full", "diagonal"):
+        return curvature
+    return "off"
 
 
-def iteration_for(options: dict[str, Any]) -> type[ZoVH]:
-    """The ZoVH iteration that ``options`` ask for: `PaperZoVH` for ``curvature="off"`` (or
-    ``"auto"`` with a float learning rate), `PreconditionedZoVH` otherwise."""
-    return ZoVH.iterations[_curvature_of(options)]
+def iteration_for(options: dict[str, Any], dim: int) -> type[ZoVH]:
+    """The ZoVH iteration that ``options`` ask for in ``dim`` dimensions: `PaperZoVH` for
+    ``curvature="off"`` (or ``"auto"`` with a float learning rate), `FullCurvatureZoVH` for
+    ``"full"`` (``"auto"`` up to `FULL_MODEL_MAX_DIMENSION`), `PreconditionedZoVH` for
+    ``"diagonal"`` (``"auto"`` above it)."""
+    return ZoVH.iterations[_curvature_of(options, dim)]
+
+
+def _dimension(x0: Any) -> int:
+    """``d`` of a starting point given to ``ZoVH(x0, ...)`` (its own checks come later)."""
+    shape = getattr(x0, "shape", None)
+    if shape is None:
+        return len(x0) if hasattr(x0, "__len__") else 1
+    return int(shape[0]) if len(shape) else 1

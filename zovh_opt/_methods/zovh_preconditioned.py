@@ -94,6 +94,7 @@ class PreconditionedZoVH(ZoVH, GradientStepMethod, curvature="diagonal"):
     """
 
     rate_ceiling = 1.0  # the direction is the model's full step
+    model_kind = "diagonal"
     iteration = "diagonal curvature model (curvature='diagonal')"
     direction_is_gradient = False  # `estimates` gives the gradient from it
 
@@ -106,17 +107,19 @@ class PreconditionedZoVH(ZoVH, GradientStepMethod, curvature="diagonal"):
                 "model does not use; pass curvature='off' (or a float learning_rate) to run "
                 "Algorithm 1"
             )
-        if self.curvature == "off":
-            raise ValueError("PreconditionedZoVH is the iteration of curvature='diagonal'")
-        self.curvature = "diagonal"
+        if self.curvature not in ("auto", self.model_kind):
+            kind = self.model_kind
+            raise ValueError(f"{type(self).__name__} is the iteration of curvature={kind!r}")
+        self.curvature = self.model_kind
         d = self.space.dim
         if self.n_directions == "auto":
             self.n_directions = default_pairs(d)
         if self.history == "auto":
             self.history = MODEL_HISTORY
         self._kept: list[KeptPairs] = []  # the latest first, at most history - 1
-        self.model = DiagonalCurvature(self.space)
-        self._whitened = None  # s * u_m of the pending ask, the points' directions
+        self.model = self._new_model()
+        # the pending ask's drawn rows u_m and the points' directions (s * u_m)
+        self._drawn, self._whitened = None, None
         # |u_m|^2 of the pending ask: on the device, then on the host when first needed
         self._sq_norms, self._host_norms = None, None
         self._gradient_scale = None  # (s, c) that the direction was formed with, for `jac`
@@ -137,10 +140,8 @@ class PreconditionedZoVH(ZoVH, GradientStepMethod, curvature="diagonal"):
         """Take the drawn rows ``U`` as the pending ask's: their squared norms, then ``U``
         becomes ``s * U`` in place (the points' directions)."""
         self._sq_norms = self.xp.vecdot(U, U)  # to the host at the tell, with the values
-        s = self.model.whitening
-        if s is not None:
-            U *= s
-        self._whitened = U
+        self._drawn = U
+        self._whitened = self.model.whiten(U)
 
     def _layout(self) -> tuple[Any, tuple[float, ...], bool]:
         return self._whitened, (self.smoothing, -self.smoothing), False
@@ -187,19 +188,15 @@ class PreconditionedZoVH(ZoVH, GradientStepMethod, curvature="diagonal"):
             self._direction = None
         if direction:
             self._direction, M = self._newton_step(deltas, c)
-            self._gradient_scale = (self.model.whitening, c, M)
+            self._gradient_scale = (self.model.snapshot, c, M)
         kept = None
         if usable and self.history > 1:
             rows = self._whitened if self.directions == "vectors" else None
             kept = KeptPairs(self._rows[0], self.model.whitening, deltas, self._x, rows)
         if np.isfinite(r).all():
-            U, s = self._whitened, self.model.whitening  # back to u_m, squared
-            if kept is not None and kept.rows is not None:  # the rows are kept: a new array
-                U = U / s if s is not None else self.xp.asarray(U, copy=True)
-            elif s is not None:
-                U /= s
-            U *= U
-            self.model.update(self.space.from_host(r / mu / mu / (P - 1)) @ U)
+            rows_kept = kept is not None and kept.rows is not None
+            weights = r / mu / mu / (P - 1)
+            self.model.learn(weights, self._drawn, self._whitened, in_place=not rows_kept)
         if kept is not None:
             self._kept.insert(0, kept)
             del self._kept[self.history - 1 :]
@@ -211,28 +208,23 @@ class PreconditionedZoVH(ZoVH, GradientStepMethod, curvature="diagonal"):
         M = P * (1 + len(self._kept))
         scale = c * (d + M + 1)
         step = self.space.from_host(deltas / scale) @ self._whitened
-        if self._kept:
-            s = self.model.whitening
-            h = c if s is None else c / (s * s)  # the model's diag(h) in x
-            for kept in self._kept:
-                rows = self._kept_rows(kept)
-                moved = estimators.transported_differences(
-                    rows, self.space.from_host(kept.deltas), self._x - kept.centre, h
-                )
-                step += (moved / scale) @ rows
+        for kept in self._kept:
+            rows = self._kept_rows(kept)
+            moved = self.model.transported(
+                rows, self.space.from_host(kept.deltas), self._x - kept.centre
+            )
+            step += (moved / scale) @ rows
         return step, M
 
     def _kept_rows(self, kept: KeptPairs) -> Any:
         """The points' directions of a kept iteration (drawn again with seeds storage)."""
         if kept.rows is not None:
             return kept.rows
-        rows = self._draw_rows(kept.block, self.n_directions)
-        if kept.whitening is not None:
-            rows *= kept.whitening
-        return rows
+        return self.model.whiten(self._draw_rows(kept.block, self.n_directions), kept.whitening)
 
     def _clear_pending(self) -> None:
-        self._whitened, self._sq_norms, self._host_norms = None, None, None
+        self._drawn, self._whitened = None, None
+        self._sq_norms, self._host_norms = None, None
 
     def discard(self) -> None:
         super().discard()
@@ -248,13 +240,24 @@ class PreconditionedZoVH(ZoVH, GradientStepMethod, curvature="diagonal"):
         """``jac``: the latest gradient estimate; ``hess_inv``: the model's ``diag(1/h)``."""
         if not self.model.ready:
             return {}
-        out = {"hess_inv": DiagonalOperator(self.space.to_user(self.model.inverse_diagonal()))}
+        out = {"hess_inv": self._hess_inv()}
         if self._direction is not None:
-            s, c, M = self._gradient_scale
-            jac = self._direction / (s * s)
+            snapshot, c, M = self._gradient_scale
+            jac = self.model.gradient_of(self._direction, snapshot)
             jac *= c * (self.space.dim + M + 1) / M
             out["jac"] = self.space.to_user(jac)
         return out
+
+    def _new_model(self) -> DiagonalCurvature:
+        return DiagonalCurvature(self.space)
+
+    def _hess_inv(self) -> DiagonalOperator:
+        """The model's ``diag(1 / h)`` in the user's namespace."""
+        return DiagonalOperator(self.space.to_user(self.model.inverse_diagonal()))
+
+    def _model_array(self, host: Any) -> Any:
+        """A checkpoint's ``s`` (``(d,)``, the model's `snapshot` and kept whitenings)."""
+        return self._vector(host)
 
     def state(self) -> dict[str, Any]:
         scale = self._gradient_scale
@@ -279,7 +282,7 @@ class PreconditionedZoVH(ZoVH, GradientStepMethod, curvature="diagonal"):
     def load_state(self, state: dict[str, Any]) -> None:
         super().load_state(state)
         self.model.load_state(state["model"])
-        whitening = self._vector(state["gradient_whitening"])
+        whitening = self._model_array(state["gradient_whitening"])
         curvature, pairs = float(state["gradient_curvature"]), int(state["gradient_pairs"])
         self._gradient_scale = None if whitening is None else (whitening, curvature, pairs)
         P, d = self.n_directions, self.space.dim
@@ -293,7 +296,7 @@ class PreconditionedZoVH(ZoVH, GradientStepMethod, curvature="diagonal"):
             self._kept.append(
                 KeptPairs(
                     int(k["block"]),
-                    self._vector(k["whitening"]),
+                    self._model_array(k["whitening"]),
                     deltas,
                     self._vector(k["centre"]),
                     None if rows is None else self.space.from_numpy(rows),

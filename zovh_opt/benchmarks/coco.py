@@ -47,7 +47,12 @@ NAME = "coco"
 SOLVERS = ("zovh", "zoar", "hizoo", "mezo", "L-BFGS-B (FD)", "Powell", "sep-CMA-ES")
 ZOVH_METHODS = ("zovh", "zoar", "hizoo", "mezo")
 # zovh with the curvature model pinned off or on: the budget rule's two sides
-VARIANTS = {"zovh-paper": {"curvature": "off"}, "zovh-model": {"curvature": "diagonal"}}
+VARIANTS = {
+    "zovh-paper": {"curvature": "off"},
+    "zovh-model": {"curvature": "diagonal"},
+    "zovh-full": {"curvature": "full"},
+}
+PEERS = ("COBYQA", "IPOP-CMA-ES")  # not run by default: for the bbob suite at small d
 TARGETS = tuple(10.0**k for k in range(1, -8, -1))  # 1e1 ... 1e-7
 SIGMA0 = 2.0  # sep-CMA-ES: COCO's pycma example, 0.2 * (upper - lower) of [-5, 5]^d
 
@@ -150,7 +155,7 @@ def _run(solver: str, fun: Tracked, x0: np.ndarray, seed: int) -> str:
                 fun.nfev = fun.budget  # what is left cannot be used
                 raise BudgetExhausted from None
             return f"status {res.status}"
-        if solver in ("L-BFGS-B (FD)", "Powell"):
+        if solver in ("L-BFGS-B (FD)", "Powell", "COBYQA"):
             from scipy.optimize import minimize as scipy_minimize
 
             method = solver.split()[0]
@@ -158,6 +163,17 @@ def _run(solver: str, fun: Tracked, x0: np.ndarray, seed: int) -> str:
             res = scipy_minimize(fun, x0, method=method, options={option: remaining})
             return f"status {res.status}"
         import cma
+
+        if solver == "IPOP-CMA-ES":
+            starts = np.random.default_rng(seed)
+            first = [x0]  # COCO's start first, then uniform points of [-4, 4]^d
+
+            def start() -> np.ndarray:
+                return first.pop() if first else starts.uniform(-4, 4, x0.shape[0])
+
+            options = {"maxfevals": remaining, "seed": seed + 1, "verbose": -9}
+            _, es = cma.fmin2(fun, start, SIGMA0, options, restarts=9, incpopsize=2)
+            return ",".join(sorted(es.stop()))
 
         es = cma.CMAEvolutionStrategy(
             x0,
@@ -208,7 +224,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--budget", type=int, default=100, help="evaluations per dimension (default 100)"
     )
     parser.add_argument(
-        "--solvers", nargs="+", default=list(SOLVERS), choices=(*SOLVERS, *VARIANTS)
+        "--solvers", nargs="+", default=list(SOLVERS), choices=(*SOLVERS, *VARIANTS, *PEERS)
     )
     parser.add_argument(
         "--no-cocopp", action="store_true", help="skip COCO's logging and post-processing"
@@ -243,7 +259,7 @@ def run(args: argparse.Namespace) -> int:
     runs = run_jobs(solve, [(c, s) for c in s["solvers"]], args.jobs, NAME)
     results = dict(zip(s["solvers"], runs, strict=True))
     d = s["dim"]
-    checkpoints = (10 * d, s["budget"] * d) if s["budget"] > 10 else (s["budget"] * d,)
+    checkpoints = tuple(n * d for n in (10, 100) if n < s["budget"]) + (s["budget"] * d,)
     report.text(
         f"Functions {_ranges(s['functions'])} of `{s['suite']}`, instances "
         f"{s['instances']}, d = {d}, budget {s['budget']} d = {s['budget'] * d} evaluations per "
