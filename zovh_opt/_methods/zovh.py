@@ -2,11 +2,12 @@
 
 `ZoVH` is the method the registry names. Its iterations subclass it and register under the
 value of ``curvature`` they run: `PaperZoVH` (``zovh_paper``, ``"off"``), Algorithm 1 of the
-paper, and `PreconditionedZoVH` (``zovh_preconditioned``, ``"diagonal"``), the default, which
-accumulates the paper's Hessian estimates into a diagonal curvature model. `iteration_for`
-is the choice, a plain function of the options (the budget rule, `curvature_for_budget`, has
-set ``curvature="off"`` for a short budget first); this module imports neither iteration: they
-import it."""
+paper; `FullCurvatureZoVH` (``zovh_full``, ``"full"``) and `PreconditionedZoVH`
+(``zovh_preconditioned``, ``"diagonal"``), which accumulate the paper's Hessian estimates into
+a full or a diagonal curvature model. `iteration_for` is the choice, a plain function of the
+options and the dimension (the budget rule, `curvature_for_budget`, has set
+``curvature="off"`` for a short budget first); this module imports no iteration: they import
+it."""
 
 from __future__ import annotations
 
@@ -23,22 +24,25 @@ PAPER_ONLY = ("product", "inverse", "regularization")
 class ZoVH(AskTellMethod):
     r"""ZoVH: zeroth-order steps that use curvature (`zovh_opt.minimize`'s default method).
 
-    ``ZoVH(x0, ...)`` builds one of two iterations, by the option ``curvature``:
+    ``ZoVH(x0, ...)`` builds one of three iterations, by the option ``curvature``:
 
-    - ``"diagonal"`` (`PreconditionedZoVH`): a diagonal model of the Hessian, learned across
-      iterations from the paper's Hessian estimator (eq. (9)) on antithetic pairs, whitens
-      the sampling and turns the gradient estimate into a Newton step. ``n_directions`` is the
-      number of pairs ``P`` (``2 P`` evaluations per iteration).
+    - ``"full"`` (`FullCurvatureZoVH`): a symmetric positive definite ``d x d`` model of the
+      Hessian, learned across iterations from the paper's Hessian estimator (eq. (9)) on
+      antithetic pairs, whitens the sampling and turns the gradient estimate into a Newton
+      step. ``n_directions`` is the number of pairs ``P`` (``2 P`` evaluations per
+      iteration); the model costs :math:`O(P d^2)` per iteration.
+    - ``"diagonal"`` (`PreconditionedZoVH`): the same with a diagonal model, :math:`O(P d)`.
     - ``"off"`` (`PaperZoVH`): the paper's Algorithm 1, ``x <- x - learning_rate * p`` with the
       Woodbury product ``p`` of eq. (16) (eq. (122) with query reuse).
 
-    ``"auto"`` (the default) is ``"diagonal"`` with the step rule ``learning_rate="auto"`` and
-    ``"off"`` with a float learning rate: a float rate runs the paper's algorithm exactly.
+    ``"auto"`` (the default) is ``"full"`` up to ``d = FULL_MODEL_MAX_DIMENSION`` and
+    ``"diagonal"`` above, with the step rule ``learning_rate="auto"``, and ``"off"`` with a
+    float learning rate: a float rate runs the paper's algorithm exactly.
     `zovh_opt.minimize` and `zovh_opt.Optimizer`, which know the budget, also take ``"off"``
     for ``"auto"`` when ``maxfev`` is below ``30 d`` (`options_for_budget`).
-    Both are instances of this class. ``history`` is the number of iterations whose queries
-    a step reuses in both (``"auto"``: 4). The options ``regularization``, ``product`` and
-    ``inverse`` belong to the paper's iteration; with the curvature model they raise
+    All are instances of this class. ``history`` is the number of iterations whose queries
+    a step reuses (``"auto"``: 4). The options ``regularization``, ``product`` and
+    ``inverse`` belong to the paper's iteration; with a curvature model they raise
     ``ValueError``.
 
     Examples
@@ -47,7 +51,7 @@ class ZoVH(AskTellMethod):
     >>> from zovh_opt import ZoVH
     >>> h = np.logspace(0, 3, 200)                      # an ill-conditioned diagonal quadratic
     >>> f = lambda X: 0.5 * (X * X) @ h
-    >>> opt = ZoVH(np.ones(200), rng=0)
+    >>> opt = ZoVH(np.ones(200), rng=0)                 # d = 200: the diagonal model
     >>> type(opt).__name__, opt.points_per_iteration    # P = 9 antithetic pairs
     ('PreconditionedZoVH', 18)
     >>> for _ in range(2000):

@@ -5,7 +5,18 @@ from __future__ import annotations
 import argparse
 import sys
 
-from . import attack, coco, curvature, hessian_error, peers, step, synthetic, tuning, workers
+from . import (
+    attack,
+    coco,
+    curvature,
+    hessian_error,
+    model_cost,
+    peers,
+    step,
+    synthetic,
+    tuning,
+    workers,
+)
 from ._common import add_common_arguments
 
 COMMANDS = {
@@ -18,6 +29,7 @@ COMMANDS = {
     "coco": coco,
     "tuning": tuning,
     "curvature": curvature,
+    "model-cost": model_cost,
 }
 
 
