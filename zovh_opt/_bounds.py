@@ -53,7 +53,7 @@ def box_of(bounds: Any, x0: Any, space: ArraySpace) -> tuple[Box | None, Any]:
     """
     if bounds is None:
         return None, x0
-    lower, upper = _host_bounds(bounds, space.dim)
+    lower, upper = host_bounds(bounds, space.dim)
     if not (np.isfinite(lower).any() or np.isfinite(upper).any()):
         return None, x0
     box = Box(lower, upper, space, one_sided_scales(x0, lower, upper, space))
@@ -80,7 +80,7 @@ def one_sided_scales(x0: Any, lower: np.ndarray, upper: np.ndarray, space: Array
     return np.where(x > 0, x, fallback)
 
 
-def _host_bounds(bounds: Any, dim: int) -> tuple[np.ndarray, np.ndarray]:
+def host_bounds(bounds: Any, dim: int) -> tuple[np.ndarray, np.ndarray]:
     """``bounds`` as two float64 arrays of length ``dim``, checked."""
     if isinstance(bounds, Bounds):
         lower, upper = bounds.lb, bounds.ub

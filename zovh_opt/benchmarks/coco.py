@@ -1,4 +1,4 @@
-"""coco: COCO's bbob-largescale suite, every method at its defaults against SciPy and pycma.
+"""coco: COCO's bbob-largescale and bbob suites, every method at its defaults against peers.
 
 The field's standard benchmark (Hansen, Auger, Ros, Mersmann, Tušar and Brockhoff, *COCO: a
 platform for comparing continuous optimizers in a black-box setting*, Optim. Methods Softw.
@@ -10,10 +10,17 @@ evaluations, at its documented defaults:
   options={"maxfev": remaining budget})``, nothing else set;
 * ``L-BFGS-B (FD)`` and ``Powell``: ``scipy.optimize.minimize`` with ``maxfun`` /
   ``maxfev``; L-BFGS-B's gradient by finite differences (``d + 1`` evaluations);
-* ``zovh-paper`` and ``zovh-model`` (not run by default): ``zovh`` with ``curvature="off"``
-  (the paper's iteration, with the step rule) or ``"diagonal"`` (the curvature model),
-  whatever the budget: the two sides of the default's budget rule (``curvature="auto"`` runs
-  the paper's iteration when ``maxfev < 30 d``), to check where it should switch;
+* ``zovh-paper``, ``zovh-model`` and ``zovh-full`` (not run by default): ``zovh`` with
+  ``curvature="off"`` (the paper's iteration, with the step rule), ``"diagonal"`` or
+  ``"full"`` (the curvature models), whatever the budget and the dimension: the sides of the
+  default's choices (``curvature="auto"`` runs the paper's iteration when ``maxfev < 30 d``,
+  the full model up to ``d = 40``), to check where they should switch; ``zovh-ipop``:
+  ``zovh`` with ``ipop_restarts=100`` (restarts with doubling pairs until the budget is
+  spent);
+* ``COBYQA`` and ``IPOP-CMA-ES`` (not run by default, for the ``bbob`` suite at small ``d``):
+  ``scipy.optimize.minimize(method="COBYQA")`` with ``maxfev``, and pycma's ``fmin2`` with
+  ``restarts=9, incpopsize=2`` (IPOP), ``sigma0 = 2``, COCO's start first and uniform points
+  of ``[-4, 4]^d`` for its restarts;
 * ``sep-CMA-ES``: pycma's ``CMAEvolutionStrategy(x0, 2, {"CMA_diagonal": True})``, the
   ``sigma0`` of COCO's own pycma example for the domain ``[-5, 5]^d``.
 
@@ -51,6 +58,7 @@ VARIANTS = {
     "zovh-paper": {"curvature": "off"},
     "zovh-model": {"curvature": "diagonal"},
     "zovh-full": {"curvature": "full"},
+    "zovh-ipop": {"ipop_restarts": 100},  # restarts that spend the budget (until it is spent)
 }
 PEERS = ("COBYQA", "IPOP-CMA-ES")  # not run by default: for the bbob suite at small d
 TARGETS = tuple(10.0**k for k in range(1, -8, -1))  # 1e1 ... 1e-7

@@ -17,7 +17,6 @@ import argparse
 import os
 import time
 import warnings
-from typing import Any
 
 import numpy as np
 

@@ -1,0 +1,63 @@
+"""Restarts that spend a budget (``ipop_restarts``): the best run is the answer, every run is
+counted, the pairs double, the starts stay in the box, and the runs are reproducible."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+from scipy.optimize import OptimizeWarning
+
+import zovh_opt
+
+
+def rastrigin(x):
+    return float(10 * len(x) + np.sum(x * x - 10 * np.cos(2 * np.pi * x)))
+
+
+def test_restarts_spend_the_budget_and_return_the_best_run():
+    x0, options = np.full(5, 3.0), {"maxfev": 20_000}
+    single = zovh_opt.minimize(rastrigin, x0, rng=0, options=options)
+    assert single.nfev < 5_000  # a local method: it stops where it converged
+    res = zovh_opt.minimize(rastrigin, x0, rng=0, options={**options, "ipop_restarts": 9})
+    runs = res.runs
+    assert runs[0]["fun"] == single.fun and runs[0]["nfev"] == single.nfev
+    assert len(runs) >= 2 and res.nfev == sum(r["nfev"] for r in runs) <= 20_000
+    assert res.nit == sum(r["nit"] for r in runs)
+    assert res.fun == min(r["fun"] for r in runs) and res.fun < single.fun
+    assert res.message.startswith(f"best of {len(runs)} runs (run {res.best_run})")
+    pairs = runs[0]["n_directions"]
+    assert [r["n_directions"] for r in runs] == [pairs * 2**k for k in range(len(runs))]
+    assert rastrigin(res.x) == pytest.approx(res.fun, abs=1e-12)
+    again = zovh_opt.minimize(rastrigin, x0, rng=0, options={**options, "ipop_restarts": 9})
+    assert np.array_equal(again.x, res.x) and again.nfev == res.nfev
+
+
+def test_restart_starts_stay_in_the_box_and_the_count_is_a_limit():
+    seen = []
+
+    def fun(x):
+        seen.append(np.array(x))
+        return rastrigin(x)
+
+    bounds = [(-1.0, 2.0)] * 3 + [(0.5, None)]
+    res = zovh_opt.minimize(
+        fun, np.full(4, 1.5), bounds=bounds, rng=1, options={"maxfev": 50_000, "ipop_restarts": 2}
+    )
+    seen = np.array(seen)
+    assert len(res.runs) == 3 and res.nfev == len(seen)
+    assert np.all(seen[:, :3] >= -1.0) and np.all(seen[:, :3] <= 2.0) and np.all(seen[:, 3] >= 0.5)
+
+
+def test_the_option_is_checked_and_belongs_to_minimize():
+    with pytest.raises(ValueError, match="ipop_restarts must be an integer >= 0"):
+        zovh_opt.minimize(rastrigin, np.ones(3), options={"ipop_restarts": -1})
+    with pytest.raises(ValueError, match="ipop_restarts"):
+        zovh_opt.minimize(rastrigin, np.ones(3), options={"ipop_restarts": 1.5})
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with pytest.raises(OptimizeWarning, match="Unknown solver options: ipop_restarts"):
+            zovh_opt.Optimizer(np.ones(3), options={"ipop_restarts": 2})
+    res = zovh_opt.minimize(rastrigin, np.ones(3), rng=0, options={"ipop_restarts": 0})
+    assert "runs" not in res
