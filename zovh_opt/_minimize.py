@@ -9,8 +9,8 @@ from typing import Any
 from scipy.optimize import LinearConstraint, NonlinearConstraint, OptimizeResult
 
 from ._driver_options import checked_method, known_options
+from ._new_starts import checked_new_starts, minimize_with_new_starts
 from ._optimizer import Optimizer
-from ._restarts import checked_restarts, minimize_with_restarts
 
 __all__ = ["minimize", "zovh"]
 
@@ -247,14 +247,13 @@ def minimize(
     max_restarts : int, default 5
         Restarts after 10 iterations in a row without finite values, before the next such
         failure ends the run with status 3. Divergence of a fixed rate always restarts.
-    ipop_restarts : int, default 0
+    new_starts : int, default 0
         After the run has converged, start again up to this many times while ``maxfev``
-        leaves room, IPOP-style: restart ``k`` from a new point (uniform in the box where
-        both bounds are finite, else ``x0 + 2**(k-1) |x0| / sqrt(d) * N(0, I)``) with
-        ``2**k`` times the pairs per iteration. The result is the best run's, with ``nfev``
-        and ``nit`` of all and ``runs`` (each run's ``fun``, ``nfev``, ``nit``, ``status``,
-        ``n_directions``). For multimodal objectives with a budget to spend; ``minimize``
-        only (an `Optimizer` is one run).
+        leaves room: the ``k``-th new start is uniform in the box where both bounds are
+        finite, else ``x0 + 2**(k-1) |x0| / sqrt(d) * N(0, I)`` (``|x0|``: ``sqrt(d)`` at
+        ``x0 = 0``). The result is the best run's, with ``nfev`` and ``nit`` of all and
+        ``runs`` (each run's ``fun``, ``nfev``, ``nit``, ``status``). For multimodal
+        objectives with a budget to spend; ``minimize`` only (an `Optimizer` is one run).
     x_scale : "x0" or array_like of d floats, optional
         The scale of each coordinate: the run takes place in ``x / x_scale``, so its first
         step and its smoothing radius are ``x_scale`` times as long in each coordinate, as
@@ -329,15 +328,15 @@ def minimize(
     if options is not None and not isinstance(options, dict):
         raise TypeError(f"options must be a dict, got {type(options).__name__}")
     options = dict(options or {})
-    restarts = checked_restarts(options.pop("ipop_restarts", 0))
+    new_starts = checked_new_starts(options.pop("new_starts", 0))
     options = known_options(method, options, stacklevel=2)
 
     def run(optimizer: Optimizer) -> OptimizeResult:
         return optimizer.run(fun, args, callback=callback, workers=workers, vectorized=vectorized)
 
-    if restarts:
-        return minimize_with_restarts(
-            x0, method, restarts, bounds=bounds, options=options, tol=tol, rng=rng, run=run
+    if new_starts:
+        return minimize_with_new_starts(
+            x0, method, new_starts, bounds=bounds, options=options, tol=tol, rng=rng, run=run
         )
     return run(Optimizer(x0, method, bounds=bounds, options=options, tol=tol, rng=rng))
 

@@ -14,9 +14,8 @@ evaluations, at its documented defaults:
   ``curvature="off"`` (the paper's iteration, with the step rule), ``"diagonal"`` or
   ``"full"`` (the curvature models), whatever the budget and the dimension: the sides of the
   default's choices (``curvature="auto"`` runs the paper's iteration when ``maxfev < 30 d``,
-  the full model up to ``d = 40``), to check where they should switch; ``zovh-ipop``:
-  ``zovh`` with ``ipop_restarts=100`` (restarts with doubling pairs until the budget is
-  spent);
+  the full model up to ``d = 40``), to check where they should switch; ``zovh-new-starts``:
+  ``zovh`` with ``new_starts=100`` (new starts until the budget is spent);
 * ``COBYQA`` and ``IPOP-CMA-ES`` (not run by default, for the ``bbob`` suite at small ``d``):
   ``scipy.optimize.minimize(method="COBYQA")`` with ``maxfev``, and pycma's ``fmin2`` with
   ``restarts=9, incpopsize=2`` (IPOP), ``sigma0 = 2``, COCO's start first and uniform points
@@ -58,7 +57,7 @@ VARIANTS = {
     "zovh-paper": {"curvature": "off"},
     "zovh-model": {"curvature": "diagonal"},
     "zovh-full": {"curvature": "full"},
-    "zovh-ipop": {"ipop_restarts": 100},  # restarts that spend the budget (until it is spent)
+    "zovh-new-starts": {"new_starts": 100},  # new starts until the budget is spent
 }
 PEERS = ("COBYQA", "IPOP-CMA-ES")  # not run by default: for the bbob suite at small d
 TARGETS = tuple(10.0**k for k in range(1, -8, -1))  # 1e1 ... 1e-7
