@@ -4,6 +4,7 @@ runs against the facts that are statistically robust at that size (never exact n
 from __future__ import annotations
 
 import json
+import math
 
 import numpy as np
 import pytest
@@ -184,3 +185,13 @@ def test_coco_variants_pin_the_curvature_model(variant, curvature):
     default = zovh_opt.minimize(sphere, x0, rng=3, options={"maxfev": budget})
     assert fun.nfev == pinned.nfev and fun.best == pinned.fun
     assert (fun.best == default.fun) == (curvature == "off")
+
+
+def test_model_cost_quick(tmp_path):
+    """The models' time per evaluation, beside pycma's: positive numbers for every solver at
+    each dimension (what they are is the benchmark's report, not a test's)."""
+    data = quick("model-cost", tmp_path)["data"]
+    assert sorted(data) == ["10", "20"]
+    for row in data.values():
+        assert set(row) == {"zovh full", "zovh diagonal", "CMA-ES (pycma)"}
+        assert all(math.isfinite(v) for v in row.values())

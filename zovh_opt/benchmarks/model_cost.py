@@ -20,7 +20,7 @@ import warnings
 
 import numpy as np
 
-from ._common import Report, add_common_arguments, fmt
+from ._common import Report, add_common_arguments, fmt, pyplot
 
 NAME = "model-cost"
 SOLVERS = ("zovh full", "zovh diagonal", "CMA-ES (pycma)")
@@ -115,6 +115,16 @@ def run(args: argparse.Namespace) -> int:
             data = {d: measure(d, iterations, warmup) for d in dims}
     rows = [[d, *(fmt(data[d][s]) for s in SOLVERS)] for d in dims]
     report.table(["d", *(f"{s} (us / evaluation)" for s in SOLVERS)], rows, "Optimizer time")
+    plt = pyplot()
+    fig, ax = plt.subplots(figsize=(5.5, 3.5))
+    for solver in SOLVERS:
+        ax.plot(dims, [data[d][solver] for d in dims], marker="o", label=solver)
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("d")
+    ax.set_ylabel("optimizer time per evaluation (us)")
+    ax.legend(fontsize=8)
+    report.figure(fig)
     settings = {"dims": dims, "iterations": iterations, "warmup": warmup}
     path = report.write(settings, {str(d): v for d, v in data.items()})
     print(path.read_text())
