@@ -16,18 +16,19 @@ I` on a quadratic): the diagonal model's recipe (`zovh_opt._curvature`) with the
 products where it takes :math:`u_m^2`. ``E`` has rank at most ``P``. The update is
 multiplicative in the whitened coordinates, as CMA-ES's covariance update:
 
-.. math:: X = \operatorname{clip}(E / c), \quad c \mathrel{*}= e^{\bar\rho / 2}, \quad
-          W \leftarrow W \exp\!\bigl(-\tfrac{\beta}{2} (X - \bar\rho I)\bigr),
+.. math:: X = E / c, \quad \bar\rho = \operatorname{clip}(\operatorname{tr} X / d, -1, 1),
+          \quad c \mathrel{*}= e^{\bar\rho / 2}, \quad W \leftarrow W \exp(-S / 2),
 
-where the clip bounds each eigenvalue of :math:`E / c` to ``[-1, 1]`` and :math:`\bar\rho =
-\operatorname{tr} X / d`: the scale learns at rate 1/2 (as the diagonal model's), the shape at
-:math:`\beta` = `shape_rate` (``d``). The model stays positive definite by construction, and
-:math:`W^T A W = c I` holds after every update. Since :math:`X` has rank ``P``, its
-exponential is :math:`I + G (e^{\Lambda} - I) G^T` with ``G`` the ``d x P`` eigenvectors
-(from the ``P x P`` Gram matrix of the draws, on the host), so an update costs
-:math:`O(P d^2)` and keeps :math:`W^{-1}` exactly as well; every `REFRESH` ``* d``
-iterations :math:`W^{-1}` is formed again from :math:`W` (:math:`O(d^3)`, amortised) so that
-rounding does not accumulate.
+where :math:`S` is :math:`\beta (X - \bar\rho I)` with each eigenvalue clipped to
+``+-SHAPE_CLIP``, less its trace over ``d``: the scale learns at rate 1/2 (as the diagonal
+model's), from the trace, whose noise averages over ``d`` directions; the shape at
+:math:`\beta` = `shape_rate` (``d``, ``P``). The model stays positive definite by
+construction, and :math:`W^T A W = c I` holds after every update. Since :math:`X` has rank
+``P``, :math:`\exp(-S/2)` is a multiple of :math:`I + G (e^{\Lambda} - I) G^T` with ``G`` the
+``d x P`` eigenvectors (from the ``P x P`` Gram matrix of the draws, on the host), so an
+update costs :math:`O(P d^2)` and keeps :math:`W^{-1}` exactly as well; every `REFRESH`
+``* d`` updates :math:`W^{-1}` is formed again from :math:`W` (:math:`O(d^3)`, amortised) so
+that rounding does not accumulate.
 """
 
 from __future__ import annotations
