@@ -22,6 +22,7 @@ HOST_ALGEBRA = {
     "_methods/zovh_paper.py",
     "_methods/zovh_preconditioned.py",  # the pair coefficients and residuals
     "_full_curvature.py",  # the P x P eigenproblems of an update
+    "_new_starts.py",  # a new start's point, drawn on the host once per run
     "_checkpoint.py",
     "_optimizer.py",  # the trace, host floats
     "_bounds.py",  # the bounds, read and checked once on the host
