@@ -83,3 +83,23 @@ def pytest_report_header(config):
     missing = [n for n in selected_backends() if n not in found]
     line = f"zovh array backends: {', '.join(found) or 'none'}"
     return line + (f" (not installed, skipped: {', '.join(missing)})" if missing else "")
+
+
+@pytest.fixture
+def drive_pairs():
+    """``drive_pairs(opt, f, iterations, model_state)``: ask and tell ``iterations`` times with
+    ``f`` (vectorized), and return each iteration's ``(W, delta, centre)`` (the points'
+    directions ``(points - x) / mu``, the central differences, the centre) and
+    ``model_state(opt)`` taken before the last ask (what formed the last direction)."""
+
+    def drive(opt, f, iterations, model_state):
+        P, mu, batches, state = opt.n_directions, opt.smoothing, [], None
+        for _ in range(iterations):
+            x, state = opt.x, model_state(opt)
+            points = opt.ask()
+            values = f(points)
+            batches.append(((points[:P] - x) / mu, (values[:P] - values[P:]) / (2 * mu), x))
+            opt.tell(values)
+        return batches, state
+
+    return drive

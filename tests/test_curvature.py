@@ -142,7 +142,7 @@ def test_the_learned_inverse_hessian_is_the_true_one_on_a_quadratic(seed):
 
 
 @pytest.mark.parametrize("history", [1, 2, 4])
-def test_jac_and_the_step_with_a_fixed_rate(history):
+def test_jac_and_the_step_with_a_fixed_rate(history, drive_pairs):
     """After a tell, jac = sum_m delta'_m w_m / (M s^2) over the M = N P pairs of the last N
     iterations, the earlier ones' differences moved to x with the model (delta'_m = delta_m +
     w_m . (h (x - x_b)), h = c / s^2), and the fixed rate 1 moved x by the full step
@@ -151,15 +151,9 @@ def test_jac_and_the_step_with_a_fixed_rate(history):
     h, f = diagonal_quadratic(d, 1e2)
     x0 = np.random.default_rng(5).standard_normal(d)
     opt = ZoVH(x0, rng=2, curvature="diagonal", learning_rate=1.0, history=history)
-    P, mu = opt.n_directions, opt.smoothing
-    batches = []  # (directions w_m = (points - x) / mu, differences delta_m, centre x)
-    for _ in range(5):
-        x = opt.x
-        s, c = opt.model.whitening, opt.model.curvature
-        points = opt.ask()
-        values = f(points)
-        batches.append(((points[:P] - x) / mu, (values[:P] - values[P:]) / (2 * mu), x))
-        opt.tell(values)
+    P = opt.n_directions
+    state = lambda o: (o.x, o.model.whitening, o.model.curvature)  # noqa: E731
+    batches, (x, s, c) = drive_pairs(opt, f, 5, state)
     used = batches[-1 : -history - 1 : -1]
     M = P * len(used)
     hessian = c / (s * s)

@@ -112,7 +112,7 @@ def test_the_model_leaves_no_residual_when_it_is_right():
 
 
 @pytest.mark.parametrize("history", [1, 3])
-def test_jac_and_the_step_with_a_fixed_rate(history):
+def test_jac_and_the_step_with_a_fixed_rate(history, drive_pairs):
     """After a tell, jac = W^{-T} W^{-1} sum_m delta'_m w_m / M over the M = N P pairs of the
     last N iterations, delta'_m = delta_m + w_m . (A (x - x_b)), A = c W^{-T} W^{-1}, and a
     fixed rate of 1 moved x by sum_m delta'_m w_m / (c (d + M + 1)): from the points, the
@@ -122,15 +122,9 @@ def test_jac_and_the_step_with_a_fixed_rate(history):
     x0 = np.random.default_rng(5).standard_normal(d)
     opt = ZoVH(x0, rng=2, curvature="full", learning_rate=1.0, history=history)
     assert type(opt) is FullCurvatureZoVH
-    P, mu = opt.n_directions, opt.smoothing
-    batches = []
-    for _ in range(6):
-        x = opt.x
-        Wi, c = opt.model.inverse_whitening, opt.model.curvature
-        points = opt.ask()
-        values = f(points)
-        batches.append(((points[:P] - x) / mu, (values[:P] - values[P:]) / (2 * mu), x))
-        opt.tell(values)
+    P = opt.n_directions
+    state = lambda o: (o.x, o.model.inverse_whitening, o.model.curvature)  # noqa: E731
+    batches, (x, Wi, c) = drive_pairs(opt, f, 6, state)
     used = batches[-1 : -history - 1 : -1]
     M = P * len(used)
     A = c * Wi.T @ Wi
