@@ -61,3 +61,14 @@ def test_the_option_is_checked_and_belongs_to_minimize():
             zovh_opt.Optimizer(np.ones(3), options={"new_starts": 2})
     res = zovh_opt.minimize(rastrigin, np.ones(3), rng=0, options={"new_starts": 0})
     assert "runs" not in res
+
+
+def test_new_starts_follow_only_a_converged_run_and_share_maxtime():
+    target = zovh_opt.minimize(rastrigin, np.full(3, 3.0), rng=0, options={"maxfev": 3000})
+    assert target.status == 0
+    ftarget = {"maxfev": 20_000, "new_starts": 5, "ftarget": target.fun + 1.0}
+    res = zovh_opt.minimize(rastrigin, np.full(3, 3.0), rng=0, options=ftarget)
+    assert res.status == 4 and len(res.runs) == 1  # ftarget reached: no new start
+    timed = {"maxtime": 0.3, "new_starts": 1000, "maxfev": 10**7}
+    res = zovh_opt.minimize(rastrigin, np.full(3, 3.0), rng=0, options=timed)
+    assert 1 <= len(res.runs) < 1000 and res.runs[-1]["status"] in (0, 5)

@@ -248,12 +248,13 @@ def minimize(
         Restarts after 10 iterations in a row without finite values, before the next such
         failure ends the run with status 3. Divergence of a fixed rate always restarts.
     new_starts : int, default 0
-        After the run has converged, start again up to this many times while ``maxfev``
-        leaves room: the ``k``-th new start is uniform in the box where both bounds are
-        finite, else ``x0 + 2**(k-1) |x0| / sqrt(d) * N(0, I)`` (``|x0|``: ``sqrt(d)`` at
-        ``x0 = 0``). The result is the best run's, with ``nfev`` and ``nit`` of all and
-        ``runs`` (each run's ``fun``, ``nfev``, ``nit``, ``status``). For multimodal
-        objectives with a budget to spend; ``minimize`` only (an `Optimizer` is one run).
+        After a run has converged (status 0), start again, up to this many times, while
+        ``maxfev`` and ``maxtime`` (counted over all runs) leave room: the ``k``-th new
+        start is uniform in the box where both bounds are finite, else
+        ``x0 + 2**(k-1) |x0| / sqrt(d) * N(0, I)`` (``|x0|``: ``sqrt(d)`` at ``x0 = 0``). The
+        result is the best run's, with ``nfev`` and ``nit`` of all and ``runs`` (each run's
+        ``fun``, ``nfev``, ``nit``, ``status``). For multimodal objectives with a budget to
+        spend; ``minimize`` only (an `Optimizer` is one run).
     x_scale : "x0" or array_like of d floats, optional
         The scale of each coordinate: the run takes place in ``x / x_scale``, so its first
         step and its smoothing radius are ``x_scale`` times as long in each coordinate, as

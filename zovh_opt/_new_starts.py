@@ -1,8 +1,9 @@
 """New starts that spend a budget (`zovh_opt.minimize`'s option ``new_starts``).
 
 A local method returns when it has converged, as SciPy's do; on a multimodal function the
-budget left is then unused. With ``new_starts = R`` the run starts again, up to ``R`` times,
-while ``maxfev`` leaves room for an iteration, from a new point: uniform in the box where both
+budget left is then unused. With ``new_starts = R`` the run starts again after each run that
+converged (status 0), up to ``R`` times, while ``maxfev`` (and ``maxtime``, counted over all
+runs) leaves room for an iteration, from a new point: uniform in the box where both
 bounds are finite, elsewhere ``x0 + 2**(k-1) l / sqrt(d) * N(0, I)`` for the ``k``-th, with
 ``l`` the run's length scale (``|x0|``, or ``sqrt(d)`` at ``x0 = 0``), so that new starts
 reach further out as they go. Each keeps the first run's iteration (``curvature`` as
@@ -20,6 +21,7 @@ and 0.481 at d = 2 and 5 (docs, *Theory*).
 from __future__ import annotations
 
 import math
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -29,6 +31,7 @@ from scipy.optimize import OptimizeResult
 from ._backend import ArraySpace, to_numpy
 from ._bounds import host_bounds
 from ._optimizer import Optimizer
+from ._stopping import SUCCESS
 
 __all__ = ["checked_new_starts", "minimize_with_new_starts"]
 
@@ -79,18 +82,25 @@ def minimize_with_new_starts(
 ) -> OptimizeResult:
     """The best of a first run from ``x0`` and up to ``new_starts`` more (module docstring);
     ``run(optimizer)`` runs one to its end."""
+    began = time.perf_counter()
     optimizer = Optimizer(x0, method, bounds=bounds, options=options, tol=tol, rng=rng)
     curvature = optimizer._method_options.get("curvature")  # "auto" as the first run resolved it
     results = [run(optimizer)]
-    maxfev = options.get("maxfev")
+    maxfev, maxtime = options.get("maxfev"), options.get("maxtime")
     draws = _seeds(rng, results[0].x)
     for k in range(1, new_starts + 1):
+        if results[-1].status != SUCCESS:  # a budget, ftarget, a callback: the end
+            break
         more = dict(options)
         if curvature is not None:
             more["curvature"] = curvature
         if maxfev is not None:
             more["maxfev"] = maxfev - sum(r.nfev for r in results)
             if more["maxfev"] < 1:
+                break
+        if maxtime is not None:
+            more["maxtime"] = maxtime - (time.perf_counter() - began)
+            if more["maxtime"] <= 0:
                 break
         start = _start(x0, bounds, k, draws)
         seed = int(draws.integers(2**63))
