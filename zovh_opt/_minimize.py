@@ -50,10 +50,11 @@ def minimize(
     args : tuple, optional
         Extra arguments passed to ``fun``.
     method : {"zovh", "zo-sgd", "zoar", "hizoo", "mezo"}, default "zovh"
-        The optimizer; see the Options section. ``"zovh"`` (`ZoVH`) is by default the
-        curvature model: a diagonal Hessian model learned across iterations from the paper's
-        estimator, ``2 P`` evaluations per iteration (``P`` antithetic pairs, 7 at
-        ``d = 50``), steps along its Newton step judged by the step rule; with a float
+        The optimizer; see the Options section. ``"zovh"`` (`ZoVH`) is by default a
+        curvature model: a Hessian model (full up to ``d = 40``, diagonal above) learned
+        across iterations from the paper's estimator, ``2 P`` evaluations per iteration (``P``
+        antithetic pairs, 5 at ``d = 10``, 7 at ``d = 50``), steps along its Newton step
+        judged by the step rule; with a float
         ``learning_rate``, ``curvature="off"`` or a budget below ``30 d`` it is the paper's
         Algorithm 1 (``K = 3`` evaluations per iteration). ``result.iteration`` says which
         ran. The others are the methods the paper compares with, under the same driver:
@@ -109,8 +110,8 @@ def minimize(
         the mean of fresh evaluations there, see Notes); ``nit``, ``nfev`` (every evaluation,
         the final one at the last iterate included), ``status``, ``success``, ``message``;
         ``iteration`` (what ran: the method's name, or for ``"zovh"`` Algorithm 1 or the
-        diagonal curvature model); ``learning_rate`` (the rate at the end), ``restarts`` (one
-        dict per safeguard restart), ``failed_evaluations`` (values that were NaN or +-inf),
+        full or diagonal curvature model); ``learning_rate`` (the rate at the end),
+        ``restarts`` (one dict per safeguard restart), ``failed_evaluations`` (values that were NaN or +-inf),
         ``trace`` (per iteration ``nit``, ``nfev`` and ``fun``, the mean of that iteration's
         values, for plotting).
 
@@ -119,7 +120,8 @@ def minimize(
         ``P`` pairs for the default ``"zovh"``): unbiased, but with ``M`` values for ``d``
         unknowns its error is about ``sqrt(d / M)`` times the gradient's norm, so when
         ``d >> M`` it is a descent direction, not a gradient to test optimality with. For
-        the default ``"zovh"`` (its curvature model), ``hess_inv`` is the learned
+        the default ``"zovh"`` (its curvature model), ``hess_inv`` is the learned inverse
+        Hessian: up to ``d = 40`` (the full model) a ``(d, d)`` array, above it
         :math:`\\operatorname{diag}(1/h)`, an estimate of the inverse Hessian's diagonal, as
         a linear operator. With ``curvature="off"`` it is
         :math:`(\\hat H + \\lambda I)^{-1}` of the last iteration (eqs. (14) and (15)): along
@@ -137,13 +139,17 @@ def minimize(
 
     Options
     -------
-    curvature : {"auto", "diagonal", "off"}, default "auto" (``"zovh"``)
+    curvature : {"auto", "full", "diagonal", "off"}, default "auto" (``"zovh"``)
         ``"diagonal"``: a diagonal model of the Hessian learned across iterations from the
         paper's Hessian estimator (eq. (9)) on ``P`` antithetic pairs per iteration whitens
         the queries, and the step is the model's Newton step for the central-difference
-        gradient (the theory page, *The curvature model*). ``"off"``: the paper's
-        Algorithm 1. ``"auto"``: ``"diagonal"`` with ``learning_rate="auto"`` and a budget
-        ``maxfev`` of at least ``30 d`` evaluations (the default budget is ``1000 d``),
+        gradient (the theory page, *The curvature model*). ``"full"``: the same with a
+        symmetric positive definite ``d x d`` model, which whitens rotated Hessians;
+        :math:`O(P d^2)` per iteration, and it learns at a rate of order :math:`P / d^2`
+        (the theory page, *The full curvature model*). ``"off"``: the paper's
+        Algorithm 1. ``"auto"``: ``"full"`` up to ``d = 40`` and ``"diagonal"`` above, with
+        ``learning_rate="auto"`` and a budget ``maxfev`` of at least ``30 d`` evaluations
+        (the default budget is ``1000 d``),
         ``"off"`` with a float learning rate or a smaller budget, where the paper's iteration,
         3 evaluations per step with 12 directions reused, ends lower (the user guide's page
         *Tuning*). The budget is ``maxfev`` (default ``1000 d``): a run bounded by
