@@ -111,9 +111,9 @@ def minimize(
         the final one at the last iterate included), ``status``, ``success``, ``message``;
         ``iteration`` (what ran: the method's name, or for ``"zovh"`` Algorithm 1 or the
         full or diagonal curvature model); ``learning_rate`` (the rate at the end),
-        ``restarts`` (one dict per safeguard restart), ``failed_evaluations`` (values that were NaN or +-inf),
-        ``trace`` (per iteration ``nit``, ``nfev`` and ``fun``, the mean of that iteration's
-        values, for plotting).
+        ``restarts`` (one dict per safeguard restart), ``failed_evaluations`` (values that
+        were NaN or +-inf), ``trace`` (per iteration ``nit``, ``nfev`` and ``fun``, the mean
+        of that iteration's values, for plotting).
 
         ``jac`` is the latest gradient estimate of the Gaussian-smoothed objective from the
         ``M`` latest queries (eq. (6); eq. (35) with query reuse; central differences of the
