@@ -102,10 +102,10 @@ def test_trajectories_agree_across_cpu_backends(backend, rate):
 
 
 def test_the_full_model_agrees_across_cpu_backends(backend):
-    """Rosenbrock d = 20 with the full model (``"auto"`` there), 60 iterations: the same run
+    """Rosenbrock d = 20 with the full model (``"auto"`` there), 30 iterations: the same run
     as NumPy up to rounding."""
     x0 = np.random.default_rng(1).standard_normal(20)
-    opts = {"maxiter": 60}
+    opts = {"maxiter": 30}
     ref = zovh_opt.minimize(rosenbrock, x0, rng=11, options=opts)
     assert ref.iteration.startswith("full")
     if backend.name == "cupy" or getattr(backend.device, "type", "cpu") != "cpu":

@@ -136,10 +136,10 @@ def test_jac_and_the_step_with_a_fixed_rate(history, drive_pairs):
 def test_the_learned_inverse_hessian_is_the_true_one_on_rotated_quadratics():
     """Default runs (``curvature="auto"`` is the full model at d = 20) on rotated quadratics
     of condition 1e4 converge and end with hess_inv within 10 % of the true inverse (relative
-    Frobenius error) in the median of 10 seeds, and within 20 % in each: the model is still
-    learning when the run stops (docs, *Theory*)."""
+    Frobenius error) in the median of 6 seeds, and within 20 % in each: the model is still
+    learning when the run stops (docs, *Theory*: 5.9-12.2 %, median 7.8 %, over 10 seeds)."""
     d, errors = 20, []
-    for seed in range(10):
+    for seed in range(6):
         H, f = rotated_quadratic(d, 1e4, 10 + seed)
         x0 = np.random.default_rng(seed).standard_normal(d)
         res = zovh_opt.minimize(f, x0, rng=seed, options={"maxfev": 20_000})
