@@ -26,6 +26,7 @@ descent direction along the gradient estimate.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from typing import Any
 
 from array_api_compat import device as _device
@@ -98,12 +99,17 @@ class DiagonalCurvature:
         U *= U
         self.update(self.space.from_host(weights) @ U)
 
-    def transported(self, rows: Any, deltas: Any, displacement: Any) -> Any:
-        """Central differences of earlier pairs moved to the current point with the model's
-        ``diag(h)`` (`zovh_opt.estimators.transported_differences`)."""
+    def transport(self) -> Callable[[Any, Any, Any], Any]:
+        """``move(rows, deltas, displacement)``: central differences of earlier pairs moved to
+        the current point with the model's ``diag(h)``
+        (`zovh_opt.estimators.transported_differences`), ``h`` formed once for all of them."""
         s, c = self.whitening, self.curvature
         h = c if s is None else c / (s * s)  # the model's diag(h) in x
-        return transported_differences(rows, deltas, displacement, h)
+
+        def move(rows: Any, deltas: Any, displacement: Any) -> Any:
+            return transported_differences(rows, deltas, displacement, h)
+
+        return move
 
     @property
     def snapshot(self) -> Any:

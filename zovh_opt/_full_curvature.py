@@ -34,6 +34,7 @@ that rounding does not accumulate.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -114,12 +115,17 @@ class FullCurvature:
         a separate array, left as they are)."""
         self.update(weights, drawn)
 
-    def transported(self, rows: Any, deltas: Any, displacement: Any) -> Any:
-        r"""Central differences of earlier pairs (directions ``rows`` in ``x``) moved to the
-        current point with the model: :math:`\delta_m + w_m^T A\, (x - x_b)`."""
-        moved = self.hessian_times(displacement)
-        moved *= self.curvature
-        return deltas + rows @ moved
+    def transport(self) -> Callable[[Any, Any, Any], Any]:
+        r"""``move(rows, deltas, displacement)``: central differences of earlier pairs
+        (directions ``rows`` in ``x``) moved to the current point with the model,
+        :math:`\delta_m + w_m^T A\, (x - x_b)`."""
+
+        def move(rows: Any, deltas: Any, displacement: Any) -> Any:
+            moved = self.hessian_times(displacement)
+            moved *= self.curvature
+            return deltas + rows @ moved
+
+        return move
 
     def gradient_of(self, direction: Any, inverse_whitening: Any) -> Any:
         """``A direction / c`` with the model the direction was formed with (its ``W^{-1}``)."""

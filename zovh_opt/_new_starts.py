@@ -31,6 +31,7 @@ from scipy.optimize import OptimizeResult
 from ._backend import ArraySpace, to_numpy
 from ._bounds import host_bounds
 from ._optimizer import Optimizer
+from ._step_size import length_scale
 from ._stopping import SUCCESS
 
 __all__ = ["checked_new_starts", "minimize_with_new_starts"]
@@ -59,7 +60,7 @@ def _start(x0: Any, bounds: Any, k: int, draws: np.random.Generator) -> Any:
     space = ArraySpace(x0)
     host = np.asarray(to_numpy(x0), dtype=np.float64)
     d = host.shape[0]
-    length = float(np.linalg.norm(host)) or math.sqrt(d)
+    length = length_scale(float(np.linalg.norm(host)), d)
     start = host + SPREAD_GROWTH ** (k - 1) * length / math.sqrt(d) * draws.standard_normal(d)
     if bounds is not None:
         lower, upper = host_bounds(bounds, d)

@@ -208,11 +208,10 @@ class PreconditionedZoVH(ZoVH, GradientStepMethod, curvature="diagonal"):
         M = P * (1 + len(self._kept))
         scale = c * (d + M + 1)
         step = self.space.from_host(deltas / scale) @ self._whitened
+        move = self.model.transport() if self._kept else None
         for kept in self._kept:
             rows = self._kept_rows(kept)
-            moved = self.model.transported(
-                rows, self.space.from_host(kept.deltas), self._x - kept.centre
-            )
+            moved = move(rows, self.space.from_host(kept.deltas), self._x - kept.centre)
             step += (moved / scale) @ rows
         return step, M
 

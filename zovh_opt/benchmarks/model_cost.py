@@ -30,7 +30,9 @@ def sphere(X: np.ndarray) -> np.ndarray:
     return np.einsum("ij,ij->i", X, X)
 
 
-def _zovh(curvature: str, d: int, iterations: int, warmup: int, seed: int) -> tuple[float, int]:
+def _zovh(
+    curvature: str, d: int, iterations: int, warmup: int, seed: int
+) -> tuple[float, int, int]:
     from .._methods import ZoVH
 
     opt = ZoVH(np.random.default_rng(seed).standard_normal(d), rng=seed, curvature=curvature)
@@ -41,10 +43,10 @@ def _zovh(curvature: str, d: int, iterations: int, warmup: int, seed: int) -> tu
         X = opt.ask()
         n += X.shape[0]
         opt.tell(sphere(X))
-    return time.perf_counter() - start, n
+    return time.perf_counter() - start, n, opt.points_per_iteration
 
 
-def _cma(d: int, iterations: int, warmup: int, seed: int) -> tuple[float, int]:
+def _cma(d: int, iterations: int, warmup: int, seed: int) -> tuple[float, int, int]:
     import cma
 
     x0 = np.random.default_rng(seed).standard_normal(d)
@@ -58,7 +60,7 @@ def _cma(d: int, iterations: int, warmup: int, seed: int) -> tuple[float, int]:
         X = es.ask()
         n += len(X)
         es.tell(X, list(sphere(np.asarray(X))))
-    return time.perf_counter() - start, n
+    return time.perf_counter() - start, n, es.popsize
 
 
 def _objective_alone(d: int, points: int, evaluations: int) -> float:
@@ -77,11 +79,9 @@ def measure(d: int, iterations: int, warmup: int) -> dict[str, float]:
     for seed in range(3):
         for solver in SOLVERS:
             if solver == "CMA-ES (pycma)":
-                seconds, n = _cma(d, iterations, warmup, seed)
-                points = 4 + int(3 * np.log(d))
+                seconds, n, points = _cma(d, iterations, warmup, seed)
             else:
-                seconds, n = _zovh(solver.split()[1], d, iterations, warmup, seed)
-                points = 2 * max(2, (4 + int(3 * np.log(d))) // 2)
+                seconds, n, points = _zovh(solver.split()[1], d, iterations, warmup, seed)
             seconds -= _objective_alone(d, points, n)
             times[solver].append(1e6 * seconds / n)
     return {s: float(np.median(v)) for s, v in times.items()}
