@@ -9,6 +9,7 @@ import zovh_opt
 from zovh_opt import Optimizer
 from zovh_opt._methods.zovh_preconditioned import default_pairs
 from zovh_opt.problems import rosenbrock
+from zovh_opt._noise import PROBE  # the values at x0 of noisy='auto'
 
 D = 40
 
@@ -99,6 +100,8 @@ def test_protocol_errors():
     opt = Optimizer(np.zeros(D), rng=0, options={"maxiter": 1})
     with pytest.raises(RuntimeError, match="preceding ask"):
         opt.tell(np.zeros(3))
+    assert opt.ask().shape == (2, D)  # x0 twice: is the objective noisy (noisy="auto")?
+    opt.tell([0.0, 0.0])  # no
     n = opt.ask().shape[0]
     with pytest.raises(RuntimeError, match="twice"):
         opt.ask()
@@ -212,6 +215,7 @@ def test_the_result_prints_in_a_few_lines():
         lambda x: float(x @ x), np.ones(1000), rng=0, options={"maxfev": 30_001, "maxiter": 10**6}
     )
     per_iteration = 2 * default_pairs(1000)  # 24 points, then 1 final evaluation
-    assert res.nfev == 30_000 // per_iteration * per_iteration + 1
-    assert len(res.trace["fun"]) == res.nit == 30_000 // per_iteration
+    nit = (30_000 - PROBE) // per_iteration
+    assert res.nfev == PROBE + nit * per_iteration + 1
+    assert len(res.trace["fun"]) == res.nit == nit
     assert len(repr(res)) < 2000 and len(str(res).splitlines()) < 25

@@ -8,6 +8,8 @@ import pytest
 
 import zovh_opt
 from zovh_opt.problems import quadratic
+from zovh_opt._noise import PROBE  # the values at x0 of noisy='auto'
+from zovh_opt._methods.zovh_preconditioned import default_pairs
 
 
 def shifted_sphere(s):
@@ -77,25 +79,29 @@ def test_a_trial_that_is_not_better_is_undone():
     assert accepted > 50 and undone > 50
 
 
-def test_noisy_objective_stops_converged_near_the_noise_floor():
-    """sigma = 1 on |x|^2 (f(x0) = 100, d = 100): the run ends on its own (the medians of the
-    f estimates stop decreasing) with success, far below f(x0); the radius stops shrinking
-    where the noise dominates the values (its floor is raised)."""
+def test_a_noisy_objective_spends_its_budget_and_ends_near_the_noise_floor():
+    """sigma = 1 on |x|^2 (f(x0) = 100, d = 100), 200 d evaluations: noise is found at x0, no
+    tolerance stops the run (before the radius followed the noise, ftol stopped such runs
+    after 7200-16800 evaluations at true f 1.7-3.6), and the radius kept above the noise
+    brings the true f to the noise's order."""
     noise = np.random.default_rng(1)
 
     def measured(x):
         return float(x @ x) + noise.standard_normal()
 
-    res = zovh_opt.minimize(measured, np.ones(100), rng=0, options={"noisy": True})
-    assert res.success and res.nfev < 1000 * 100
-    assert float(res.x @ res.x) < 0.2 * 100
+    res = zovh_opt.minimize(measured, np.ones(100), rng=0, options={"maxfev": 20_000})
+    truth = float(res.x @ res.x)
+    assert res.status == 1 and "Noise detected" in res.message
+    assert truth < 1.0 and abs(res.fun - truth) < 4 * res.fun_std_error
+    assert 0.4 < res.noise_std < 2.0  # sigma = 1 from 10 values
 
 
 def test_maxfev_is_not_capped_by_maxiter_and_grows_with_d():
     opt = zovh_opt.Optimizer(np.zeros(7))
     assert opt.options["maxfev"] == 7000 and opt.options["maxiter"] is None
     res = zovh_opt.minimize(shifted_sphere(1.0), np.zeros(300), rng=0, options={"maxfev": 3001})
-    assert res.status == 1 and res.nfev == 3001 and "raise it" in res.message
+    assert res.status == 1 and "raise it" in res.message
+    assert 3001 - 2 * default_pairs(300) < res.nfev <= 3001  # no iteration left unpaid
 
 
 def test_a_float_rate_is_the_papers_algorithm_with_its_constants():

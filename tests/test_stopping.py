@@ -9,6 +9,7 @@ import pytest
 
 import zovh_opt
 from zovh_opt._methods.zovh_preconditioned import default_pairs
+from zovh_opt._noise import PROBE  # the values at x0 of noisy='auto'
 
 D = 40
 
@@ -27,7 +28,7 @@ def test_maxfev_is_a_hard_budget(method, extra):
         return sphere(x)
 
     per = 2 * default_pairs(D) if method == "zovh" else 4  # points per iteration
-    maxfev = per + extra  # one iteration, the final evaluation, and some left over
+    maxfev = PROBE + per + extra  # x0, one iteration, the final evaluation, some left over
     res = zovh_opt.minimize(
         f, np.ones(D), method=method, options={"maxfev": maxfev, "maxiter": 10**6}
     )
@@ -123,4 +124,4 @@ def test_callback_stop_iteration(through_scipy):
         res = zovh_opt.minimize(sphere, np.ones(D), callback=cb, options={"maxiter": 30})
     assert res.nit == 5 and res.status == 99 and not res.success
     assert res.message == "`callback` raised `StopIteration`."
-    assert res.nfev == 5 * 2 * default_pairs(D) + 1
+    assert res.nfev == 5 * 2 * default_pairs(D) + 1 + PROBE

@@ -66,6 +66,16 @@ def _x_scale(name: str, value: Any) -> str | list[float]:
     return host.tolist()
 
 
+def _noisy(name: str, value: Any) -> Any:
+    """``noisy``: ``"auto"`` or a bool."""
+    if isinstance(value, str) and value == "auto":
+        return "auto"
+    try:
+        return boolean(name, value)
+    except TypeError:
+        raise TypeError(f"{name} must be True, False or 'auto', got {value!r}") from None
+
+
 DRIVER_OPTIONS: dict[str, Option] = {
     "maxiter": Option(None, optional(integer_between(1, BIG))),
     "maxfev": Option(None, optional(integer_between(1, BIG))),
@@ -74,7 +84,7 @@ DRIVER_OPTIONS: dict[str, Option] = {
     "ftol": Option("auto", optional(positive_or_auto)),
     "ftol_window": Option(None, optional(integer_between(1, BIG))),
     "xtol": Option("auto", optional(positive_or_auto)),
-    "noisy": Option(False, boolean),
+    "noisy": Option("auto", _noisy),
     "final_evaluations": Option(None, optional(integer_between(1, 10_000))),
     "max_restarts": Option(5, integer_between(0, 10**6)),
     "disp": Option(False, _disp),
@@ -124,7 +134,7 @@ def run_options(
         options.setdefault("ftol", tol)
     method_options = {k: v for k, v in options.items() if k in METHODS[method].options}
     driver = resolve(DRIVER_OPTIONS, options)
-    if driver["final_evaluations"] is None:
+    if driver["final_evaluations"] is None and driver["noisy"] != "auto":
         driver["final_evaluations"] = 10 if driver["noisy"] else 1
     return driver, method_options
 

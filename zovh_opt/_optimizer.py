@@ -7,6 +7,16 @@ tolerances), `zovh_opt._safeguard` (failed evaluations, divergence, stalls and r
 (`zovh_opt._evaluation`) and reporting (`zovh_opt._reporting`) serve `Optimizer.run`. The
 driver never looks inside the estimators: it sees points, values, the iterate and a few
 numbers per step.
+
+A run measures ``x0`` where it asks whether the objective is noisy (`zovh_opt._noise`), then
+iterates until a stopping rule fires, then makes the final ask (for a noisy objective two: the
+final iterate, then the chosen point). ``x0`` is copied, and every array handed out is new and
+never read again. When ``fun`` raises inside `Optimizer.run`, the ask stays pending with the
+values obtained (``run`` again evaluates the rest; ``tell`` or ``discard`` also close it); a
+Ctrl-C ends ``run`` with status 6, and ``run`` again continues. Calls from a second thread
+while one is inside ``ask``, ``tell``, ``discard``, ``run`` or ``save`` raise
+``RuntimeError`` at once. ``save`` and ``load`` continue a run bit for bit, also between an
+``ask`` and its ``tell``.
 """
 
 from __future__ import annotations
@@ -28,6 +38,7 @@ from ._coordinates import Coordinates
 from ._driver_options import checked_method, run_options, validated_x0
 from ._interrupts import deferred_interrupts
 from ._methods import build
+from ._noise import NoiseMonitor
 from ._returned_point import ReturnedPoint, mean
 from ._run_loop import run_to_end
 from ._run_state import restore, restoring, state_of
@@ -43,6 +54,8 @@ from ._stopping import (
 from ._version import __version__
 
 __all__ = ["Optimizer"]
+
+MEASURE_X0 = "measure x0"  # the phase that measures x0 before the first iteration
 
 
 def _exclusive(method: Callable[..., Any]) -> Callable[..., Any]:
@@ -110,20 +123,6 @@ class Optimizer:
     >>> res = opt.result()
     >>> res.nit, res.nfev, bool(res.fun < 1.0)
     (200, 601, True)
-
-    Notes
-    -----
-    A run is iterations until a stopping rule fires, then the final ask (with ``noisy=True``
-    two: the iterate against ``x0``, then the chosen point). Its policies live in the parts
-    the driver coordinates (docs: *Architecture*): the stopping rules (``_stopping``), the
-    safeguard against failed evaluations, divergence and stalls (``_safeguard``), the choice
-    of the returned point (``_returned_point``); `zovh_opt.minimize` describes each. ``x0``
-    is copied, and every array handed out is new and never read again. When ``fun`` raises
-    inside `run`, the ask stays pending with the values obtained (`run` again evaluates the
-    rest; `tell` or `discard` also close it); a Ctrl-C ends `run` with status 6, and `run`
-    again continues. Calls from a second thread while one is inside ``ask``, ``tell``,
-    ``discard``, ``run`` or ``save`` raise ``RuntimeError`` at once. `save` and `load`
-    continue a run bit for bit, also between an ``ask`` and its ``tell``.
     """
 
     def __init__(
@@ -149,14 +148,16 @@ class Optimizer:
         )
         adaptive = self._step.control is not None
         noisy, final = self.options["noisy"], self.options["final_evaluations"]
-        self._returned = ReturnedPoint(noisy, final, self._step.x, self.xp)
+        self._noise = NoiseMonitor(noisy, adaptive, final, self._step.x)
+        self._returned = ReturnedPoint(False, final or 1, None, self.xp)
+        self._noise.act(self._returned, None, None)  # with noisy=True
         self._stopping = StoppingRules(
             self.options,
             method=method,
             adaptive=adaptive,
             dim=self._step.space.dim,
             points_per_iteration=self._step.points_per_iteration,
-            final_evaluations=self._returned.reserve,
+            final_evaluations=self._returned.reserve + self._noise.size(),
             eps=float(self.xp.finfo(z0.dtype).eps),  # the precision of x, and of f
             x0_scale=self._step.scale,
         )
@@ -166,7 +167,7 @@ class Optimizer:
         self._told = 0  # evaluations of completed asks; nfev adds those of the pending one
         self.status = RUNNING
         self.message = "The run has not ended."
-        self._phase = "iterate"
+        self._phase = "iterate" if self._noise.done else MEASURE_X0
         self._pending: str | None = None  # the phase of the pending ask
         self._partial: list[float | None] = []  # its values obtained so far (by `run`)
         self._trace = {"nit": array("q"), "nfev": array("q"), "fun": array("d")}
@@ -251,7 +252,7 @@ class Optimizer:
             return
         self._keep_obtained()
         self._told = self.nfev
-        if self._pending != "final":
+        if self._pending == "iterate":
             self._step.discard()
         self._pending, self._partial = None, []
 
@@ -262,10 +263,12 @@ class Optimizer:
         ``iteration`` (what ran), ``learning_rate`` (at the end), ``restarts`` (``nit``,
         ``nfev``, ``reason``, ``cause``, ``learning_rate`` of each), ``failed_evaluations``,
         ``trace`` (NumPy arrays ``"nit"``, ``"nfev"``, ``"fun"``, one entry per iteration),
-        the method's ``jac`` and ``hess_inv`` (not with bounds), with ``noisy=True``
-        ``fun_std_error``; `zovh_opt.minimize` says more of each.
+        the method's ``jac`` and ``hess_inv`` (not with bounds), ``noise_std`` where ``x0``
+        was measured (``noisy`` True or ``"auto"``; 0 for a deterministic objective) and
+        ``fun_std_error`` for a noisy one; `zovh_opt.minimize` says more of each.
         """
         x, fun, extra = self._returned.answer(lambda: self.x, self._coordinates.to_user)
+        extra = {**self._noise.fields(), **extra}  # noise_std: 0 for a deterministic f
         return OptimizeResult(
             x=x,
             fun=fun,
@@ -273,7 +276,7 @@ class Optimizer:
             nfev=self.nfev,
             status=self.status,
             success=self.status in (SUCCESS, FTARGET),
-            message=self.message,
+            message=self.message + (self._noise.note() if self.done else ""),
             learning_rate=self.learning_rate,
             iteration=self._step.iteration,
             restarts=[dict(r) for r in self.restarts],
@@ -355,6 +358,8 @@ class Optimizer:
                 self.stop(*spent)
         if self._phase == "final":
             n = self._returned.final_size()
+        elif self._phase == MEASURE_X0:
+            n = self._noise.size()
         else:
             self._step.prepare()
             n = self._step.points_per_iteration
@@ -368,6 +373,8 @@ class Optimizer:
         """Point ``i`` of the pending ask, as a new array."""
         if self._pending == "final":
             return self._returned.final_point(i, lambda: self.x, self._coordinates.to_user)
+        if self._pending == MEASURE_X0:
+            return self._coordinates.to_user(self._noise.start)
         if not self._coordinates.identity:
             return self._coordinates.to_user(self._step.pending_point(i))
         return self._step.pending_point(i)
@@ -376,7 +383,7 @@ class Optimizer:
         """The pending points (those at ``indices``), stacked in a new array."""
         n = len(self._partial)
         if indices is None or list(indices) == list(range(n)):
-            if self._pending == "final":
+            if self._pending != "iterate":
                 return self.xp.stack([self._point(i) for i in range(n)])
             if not self._coordinates.identity:
                 return self._coordinates.to_user(self._step.pending_points())
@@ -397,6 +404,9 @@ class Optimizer:
             if done:
                 self._phase = "done"
             return
+        if phase == MEASURE_X0:
+            self._measured_x0(values)
+            return
         self.nit += 1
         f_estimate = mean(values)
         for key, value in (("nit", self.nit), ("nfev", self._told), ("fun", f_estimate)):
@@ -408,6 +418,14 @@ class Optimizer:
                 self._restart(failure, diverged=False)
             return
         self._iteration(values, f_estimate)
+
+    def _measured_x0(self, values: list[float]) -> None:
+        """Values at ``x0`` (`zovh_opt._noise`); once measured, the parts act on noise."""
+        room = self.options["maxfev"] - self._told - self._step.points_per_iteration
+        self._noise.take(values, room)
+        if self._noise.done:
+            self._noise.act(self._returned, self._stopping, self._step.control)
+            self._phase = "iterate"
 
     def _iteration(self, values: list[float], f_estimate: float) -> None:
         """An iteration whose values are all finite: the method's step, unless the iterates
@@ -431,7 +449,7 @@ class Optimizer:
         step.tell(told)
         length = step.step_norm if step.control is None else step.control.step_length
         verdict = self._stopping.after_iteration(
-            f_estimate, self._returned.lowest(), length, self._length_scale(), safeguard.scale
+            f_estimate, self._returned.lowest(), length, self._stopping.length_scale(step.control), safeguard.scale
         )
         if verdict is STALLED:
             if safeguard.rescale(step, nit=self.nit, nfev=self._told):
@@ -449,11 +467,6 @@ class Optimizer:
             self.stop(*stop)
         else:
             self._stopping.forget_windows()
-
-    def _length_scale(self) -> float:
-        """The length scale of ``x0`` that ``xtol`` multiplies."""
-        control = self._step.control
-        return self._stopping.x0_scale if control is None else control.scale
 
     def __getstate__(self) -> dict[str, Any]:
         state = dict(self.__dict__)

@@ -1,15 +1,19 @@
 """The end of a run: which point it returns, and the value it reports there.
 
-- **By default** ``x`` is the point with the lowest value among all evaluated points (the
-  queries and the final iterate) whose value is finite, and ``fun`` is that value: ``fun ==
-  f(x)`` for a deterministic objective, whatever failed on the way.
-- **With** ``noisy=True`` the minimum of noisy values is a biased pick (it favours points
-  whose noise was negative). The run ends with two final asks: the final iterate and ``x0``,
-  ``final_evaluations`` fresh values each, and ``x`` is the one whose mean is lower (where
-  the noise buried the slope the step rule accepts trials by chance and the iterate can drift
-  uphill); then ``final_evaluations`` values at ``x``, which the choice never saw, give
-  ``fun``, unbiased, and its standard error ``fun_std_error``. NaN and inf values are missing
-  data in both: left out of the means, and a side with no finite value loses.
+- **By default**, for a deterministic objective, ``x`` is the point with the lowest value
+  among all evaluated points (the queries, ``x0`` and the final iterate) whose value is
+  finite, and ``fun`` is that value: ``fun == f(x)``, whatever failed on the way.
+- **For a noisy objective** (``noisy=True``, or noise found by ``noisy="auto"``,
+  `zovh_opt._noise`) the minimum of noisy values is a biased pick (it favours points whose
+  noise was negative). ``x0`` is measured ``final_evaluations`` times before the first
+  iteration; the run ends with ``final_evaluations`` fresh values at the final iterate, and
+  ``x`` is whichever of the two has the lower mean (where the noise buried the slope the step
+  rule accepts trials by chance and the iterate can drift uphill); then
+  ``final_evaluations`` values at ``x``, which the choice never saw, give ``fun``, unbiased,
+  its standard error ``fun_std_error`` and the noise's standard deviation there,
+  ``noise_std``. NaN and inf values are missing data in both: left out of the means, and a
+  side with no finite value loses. (Checkpoints written before ``x0`` was measured at the
+  start measure it at the end, beside the final iterate.)
 """
 
 from __future__ import annotations
@@ -54,14 +58,24 @@ class ReturnedPoint:
         self.xp = xp
         self.best: tuple[float, Any] | None = None  # lowest finite evaluated value, its point
         self.start = start if noisy else None
+        self.start_values: list[float] | None = None  # x0's, measured before the run
         self.compared: list[float] | None = None  # the comparison's values, once in
         self.final_values: list[float] | None = None
 
+    def become_noisy(self, evaluations: int, start: Any, start_values: list[float]) -> None:
+        """The objective is noisy: end with the comparison with ``x0``, whose values are
+        ``start_values``, and a fresh mean, each of ``evaluations`` values."""
+        self.noisy, self.per_point = True, evaluations
+        self.start, self.start_values = start, list(start_values)
+
     @property
     def reserve(self) -> int:
-        """Evaluations after the last iteration: ``final_evaluations``, three times as many
-        with ``noisy=True`` (the comparison with the start, then the returned point)."""
-        return self.per_point * (3 if self.noisy else 1)
+        """Evaluations after the last iteration: ``final_evaluations``; twice as many for a
+        noisy objective (the final iterate, then the returned point), three times where
+        ``x0`` was not measured at the start."""
+        if not self.noisy:
+            return self.per_point
+        return self.per_point * (2 if self.start_values is not None else 3)
 
     @property
     def comparing(self) -> bool:
@@ -70,7 +84,8 @@ class ReturnedPoint:
 
     def final_size(self) -> int:
         """The number of points of the next final ask."""
-        return self.per_point * (2 if self.comparing else 1)
+        both = self.comparing and self.start_values is None
+        return self.per_point * (2 if both else 1)
 
     def chose_start(self) -> bool:
         """Whether the comparison found the start lower than the final iterate: the mean of
@@ -78,12 +93,17 @@ class ReturnedPoint:
         if self.compared is None:
             return False
         n = self.per_point
-        return finite_mean(self.compared[n:]) < finite_mean(self.compared[:n])
+        start = self.compared[n:] if self.start_values is None else self.start_values
+        return finite_mean(start) < finite_mean(self.compared[:n])
 
     def final_point(self, i: int, iterate: Callable[[], Any], to_user: Callable) -> Any:
         """Point ``i`` of the final ask (a new array): the final iterate (``iterate()``), the
         start for the second half of a comparison, or the point the comparison chose."""
-        if (i >= self.per_point) if self.comparing else self.chose_start():
+        if self.comparing:
+            if self.start_values is None and i >= self.per_point:
+                return to_user(self.start)
+            return iterate()
+        if self.chose_start():
             return to_user(self.start)
         return iterate()
 
@@ -133,8 +153,9 @@ class ReturnedPoint:
             n = len(final)
             spread = sum((v - value) * (v - value) for v in final) / max(n - 1, 1)
             error = math.sqrt(spread / n) if n > 1 else math.nan
-            return self.final_point(0, iterate, to_user), value, {"fun_std_error": error}
-        extra = {"fun_std_error": math.nan} if self.noisy else {}
+            extra = {"fun_std_error": error, "noise_std": error * math.sqrt(n)}
+            return self.final_point(0, iterate, to_user), value, extra
+        extra = {"fun_std_error": math.nan, "noise_std": math.nan} if self.noisy else {}
         if self.best is None:
             return iterate(), math.nan, extra
         return self.xp.asarray(self.best[1], copy=True), self.best[0], extra
@@ -144,6 +165,7 @@ class ReturnedPoint:
             "best": None if self.best is None else list(self.best),
             "final_values": self.final_values,
             "start": self.start,
+            "start_values": self.start_values,
             "compared": self.compared,
         }
 
@@ -156,3 +178,5 @@ class ReturnedPoint:
         start, compared = state.get("start"), state.get("compared")
         self.start = None if start is None else vector(start)
         self.compared = None if compared is None else [float(v) for v in compared]
+        start_values = state.get("start_values")
+        self.start_values = None if start_values is None else [float(v) for v in start_values]

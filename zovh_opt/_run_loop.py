@@ -47,7 +47,7 @@ def run_to_end(
                 if run._pending is None:
                     run._open()
                 evaluate(run._partial, run._point, run._points)
-                was_iteration = run._pending != "final"
+                was_iteration = run._pending == "iterate"
                 with deferred_interrupts():
                     run._close(run._partial, 0)
                 if was_iteration:

@@ -33,6 +33,12 @@ last accepted point, and the f estimate of the batch taken there.
   slope of the next ``CHECKED`` batches is compared with that of the batches before; if it
   grew by more than half of what noise would make it grow, the radius goes back up and never
   goes below that level again.
+- Once the objective is known to be noisy (`zovh_opt._noise`), the floor follows the noise
+  instead: the batches' spread must leave the slope ``mu |g|`` at least ``NOISE_SNR`` noise
+  deviations, else the radius doubles (up to ``mu sqrt(d) = 0.8 l``). On a noisy sphere
+  (``d = 1000``, ``sigma = 1``, ``30 d`` evaluations) the radius that followed the steps
+  shrank to where one pair's difference was 80 % noise, and the run ended at f = 28; with
+  the floor, at 1.1 (docs: *Noisy objectives*).
 
 With a *ceiling* (ZoVH's curvature model, whose direction is already a step: the model's
 Newton step for the gradient estimate) the rate is a trust factor in ``(0, ceiling]`` that
@@ -58,6 +64,12 @@ SPREAD = 1.0  # query distance mu sqrt(d) over the trial step length
 TRACKING = 0.3  # weight of the latest trial in the running geometric mean of step lengths
 CHECKED = 10  # batches at a smaller radius before the noise test compares their slopes
 TRUST = 2.0  # with a ceiling: the trust radius after an accepted trial, over its length
+NOISE_SNR = 1.0  # with noise: the radius keeps mu |g| at least this many noise deviations
+NOISE_TRACKING = 0.2  # weight of the latest batch in the running noise variance
+NOISE_LEVELS = 3  # the noise floor keeps mu sqrt(d) <= 2**3 0.1 l: within the length scale
+NOISE_CHECKED = 3  # batches at a level before the noise floor compares their spread
+
+NOISE_FIELDS = ("noisy", "noise_variance", "spread_squares")
 
 # what the centre of the batch just evaluated was
 MEASURE, TRIAL = "measure", "trial"
@@ -103,16 +115,23 @@ class StepSizeControl:
         self.counted = 0  # and their number
         self.before = math.nan  # mean log slope at the level before a decrease
         self.drop = 0  # levels of that decrease
+        self.noisy = False  # the values are known to be noisy: the floor follows the noise
+        self.noise_variance = math.nan  # running estimate of the noise's variance
+        self.spread_squares = 0.0  # sum of the squared spreads of the batches at this level
 
     @property
     def smoothing(self) -> float:
         return math.ldexp(self.base_smoothing, self.level)
 
-    def observe(self, spread: float) -> bool:
-        """Take the spread (standard deviation) of a batch's values; ``True`` if the noise
-        test just raised the radius (queries kept at the old radius must go)."""
+    def observe(self, spread: float, noise_variance: float = math.nan) -> bool:
+        """Take the spread (standard deviation) of a batch's values, and where the method
+        knows one a bound on the noise's variance from the same batch; ``True`` if the
+        noise test (or with known noise, its floor) just raised the radius (queries kept at
+        the old radius must go)."""
         if not spread > 0:
             return False
+        if self.noisy:
+            return self._noise_floor(spread, noise_variance)
         self.slopes += math.log(spread / self.smoothing)
         self.counted += 1
         if self.drop == 0 or self.counted < CHECKED:
@@ -125,8 +144,47 @@ class StepSizeControl:
         self.floor = self.level
         return True
 
+    def noise_found(self, variance: float) -> None:
+        """The objective is noisy, with about this ``variance`` at ``x0``: from now on the
+        floor of the radius follows the noise (`_noise_floor`)."""
+        self.noisy = True
+        self.noise_variance = variance
+        self.spread_squares, self.counted = 0.0, 0
+        self.drop = 0
+
+    def _noise_floor(self, spread: float, noise_variance: float) -> bool:
+        """With known noise: a batch's values spread by ``mu |g|`` (the slope along the
+        queries) and by the noise, ``spread**2 ~ mu**2 |g|**2 + sigma**2``. Once the mean
+        squared spread of ``NOISE_CHECKED`` batches at this radius leaves less than
+        ``NOISE_SNR**2 sigma**2`` to the slope, the radius doubles and stays at least there;
+        where it leaves four times that, the floor comes down a level (the noise of a
+        multiplicative model falls with f). ``sigma**2`` is a running mean of the method's
+        per-batch bound (``noise_variance``; the antithetic pairs' residuals), started from
+        the variance at ``x0``."""
+        if math.isfinite(noise_variance) and noise_variance >= 0:
+            if math.isnan(self.noise_variance):
+                self.noise_variance = noise_variance
+            else:
+                self.noise_variance += NOISE_TRACKING * (noise_variance - self.noise_variance)
+        self.spread_squares += spread * spread
+        self.counted += 1
+        if self.counted < NOISE_CHECKED or not self.noise_variance > 0:
+            return False
+        signal = self.spread_squares / self.counted - self.noise_variance
+        need = NOISE_SNR * NOISE_SNR * self.noise_variance
+        if signal >= 4 * need:  # at half the radius it would still be enough
+            self.floor = min(self.floor, self.level - 1)
+        if signal >= need:
+            return False
+        if self.level >= NOISE_LEVELS:
+            return False
+        self._set_level(self.level + 1)
+        self.floor = self.level
+        return True
+
     def _set_level(self, level: int) -> None:
         self.level = level
+        self.spread_squares = 0.0
         self.slopes, self.counted = 0.0, 0
         self.anchor = True
 
@@ -209,6 +267,8 @@ class StepSizeControl:
 
     def load_state(self, state: dict[str, Any]) -> None:
         for name in self.__dict__:
+            if name in NOISE_FIELDS and name not in state:
+                continue  # a checkpoint written before the noise floor: none was known
             value = state[name]
             if value is None or isinstance(value, str):
                 setattr(self, name, value)

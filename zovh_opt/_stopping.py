@@ -82,6 +82,8 @@ class StoppingRules:
         eps: float,
         x0_scale: float,
     ) -> None:
+        # the tolerances left "auto": off once the objective is known to be noisy
+        self.automatic = [name for name in ("ftol", "xtol") if options[name] == "auto"]
         if options["ftol"] == "auto":
             options["ftol"] = FTOL if adaptive else None
         if options["ftol_window"] is None:
@@ -161,6 +163,19 @@ class StoppingRules:
             return Stop(SUCCESS, "The steps became shorter than xtol times the length scale of x0.")
         return None
 
+    def noisy(self) -> None:
+        """The objective is noisy: the tolerances left ``"auto"`` go. A noisy run stops
+        by its budgets (``maxfev``, ``maxiter``, ``maxtime``), ``ftarget`` or the
+        tolerances the user set: the step rule's steps shorten and the f estimates level
+        off where noise hides the slope, which more evaluations still resolve."""
+        for name in self.automatic:
+            self.options[name] = None
+        self.x0_scale = None
+
+    def length_scale(self, control: Any) -> float:
+        """The length scale ``xtol`` multiplies: ``x0``'s, or the step rule's (``control``)."""
+        return self.x0_scale if control is None else control.scale
+
     def converged_by_ftol(self) -> Stop:
         """The stop of an ``ftol`` stall that the safeguard does not rescale."""
         return Stop(SUCCESS, FTOL_MESSAGE.format(window=self.options["ftol_window"]))
@@ -171,12 +186,14 @@ class StoppingRules:
 
     def state(self) -> dict[str, Any]:
         return {
+            "automatic_tolerances": list(self.automatic),
             "x0_scale": self.x0_scale,
             "recent": list(self.recent),
             "previous_median": self.previous_median,
         }
 
     def load_state(self, state: dict[str, Any]) -> None:
+        self.automatic = [str(name) for name in state.get("automatic_tolerances", [])]
         self.x0_scale = None if state["x0_scale"] is None else float(state["x0_scale"])
         self.recent = [float(v) for v in state["recent"]]
         self.previous_median = float(state["previous_median"])

@@ -128,6 +128,7 @@ class AskTellMethod:
         self.source = rng if isinstance(rng, DirectionSource) else DirectionSource(rng)
         self.amplification = 1.0
         self.rejected_steps = 0
+        self.noise_variance = math.nan  # an upper bound from the latest batch, where known
         self._asked = False
         self._rows: tuple[int, Any] | None = None  # block number and directions of the ask
 
@@ -233,7 +234,7 @@ class AskTellMethod:
             self._tell(values, direction=verdict is not False)  # an undone trial: no step
             squares = sum((v - mean) * (v - mean) for v in listed)
             spread = math.sqrt(squares / (n - 1)) if n > 1 else math.nan
-            noisy = control.observe(spread) and self._adapt_smoothing
+            noisy = control.observe(spread, self.noise_variance) and self._adapt_smoothing
             if noisy:  # the radius went back up: the kept queries and the direction go
                 self._set_smoothing(control.smoothing)
             if verdict is False:

@@ -194,6 +194,7 @@ class PreconditionedZoVH(ZoVH, GradientStepMethod, curvature="diagonal"):
             rows = self._whitened if self.directions == "vectors" else None
             kept = KeptPairs(self._rows[0], self.model.whitening, deltas, self._x, rows)
         if np.isfinite(r).all():
+            self.noise_variance = 2.0 * float(r @ r) / (P - 1)
             rows_kept = kept is not None and kept.rows is not None
             weights = r / mu / mu / (P - 1)
             self.model.learn(weights, self._drawn, self._whitened, in_place=not rows_kept)
