@@ -5,7 +5,16 @@ runs they hold go on exactly as a run of today's code started from scratch.
 class) with the cases below: an 8-dimensional weighted quadratic, ``rng=3``, ``x0 = 0.9``,
 ``tells`` iterations told, then saved (``pending``: with an ask awaiting its values). Their
 ``curvature="auto"`` was the diagonal model, which today's run is told explicitly (``"auto"``
-takes the full model at d = 8 since issue #29).
+takes the full model at d = 8 since issue #29), and so is ``noisy=False`` (``"auto"`` since
+issue #30 measures ``x0`` first).
+
+The files hold the floats of the machine that wrote them. NumPy's kernels (their SIMD width
+and summation order) differ between processors in the last bits, so on another machine a
+fresh run's state at the save point agrees with the file's to rounding, not bit for bit
+(1e-14 relative, measured on an AMD EPYC without AVX-512), and the runs' ends are compared to
+a tolerance; every decision of the run (iterations, evaluations, status, message, restarts)
+must be the same. Runs saved and loaded on one machine continue bit for bit
+(``tests/test_checkpoints.py``).
 """
 
 from __future__ import annotations
@@ -104,13 +113,15 @@ def test_a_checkpoint_written_before_the_split_goes_on_as_an_uninterrupted_run(n
             if case.get("noisy", False):
                 twin(np.zeros(8))
         assert (loaded.nit, loaded.nfev, loaded._phase) == (fresh.nit, fresh.nfev, fresh._phase)
+        assert np.allclose(loaded._step._x, fresh._step._x, rtol=1e-12, atol=0)
         expected, got = finish(fresh, fun), finish(loaded, twin)
-    assert np.array_equal(got.x, expected.x) and got.fun == expected.fun
+    assert np.allclose(got.x, expected.x, rtol=1e-9, atol=0)
+    assert math.isclose(got.fun, expected.fun, rel_tol=1e-9)
     assert (got.nit, got.nfev, got.status, got.message) == (
         expected.nit,
         expected.nfev,
         expected.status,
         expected.message,
     )
-    assert all(np.array_equal(got.trace[k], expected.trace[k]) for k in expected.trace)
-    assert got.restarts == expected.restarts
+    assert all(np.allclose(got.trace[k], expected.trace[k], rtol=1e-9) for k in expected.trace)
+    assert [r["reason"] for r in got.restarts] == [r["reason"] for r in expected.restarts]

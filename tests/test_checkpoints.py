@@ -292,4 +292,5 @@ def test_a_loaded_run_stops_on_the_same_xtol_scale(options, tmp_path):
         opt.tell([float(p @ p) for p in opt.ask()])
     opt.save(tmp_path / "run.npz")
     loaded = zovh_opt.Optimizer.load(tmp_path / "run.npz")
-    assert loaded._length_scale() == opt._length_scale() == pytest.approx(7.0 * 50**0.5)
+    scales = [o._stopping.length_scale(o._step.control) for o in (loaded, opt)]
+    assert scales[0] == scales[1] == pytest.approx(7.0 * 50**0.5)

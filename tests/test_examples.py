@@ -15,6 +15,7 @@ NEEDS = {"adversarial_attack.py": ("torch", "sklearn"), "compare_methods.py": ("
 EXPECT = {
     "quickstart.py": "zovh ",
     "noisy_objective.py": "noisy=True",
+    "newsvendor.py": "fun is the mean of fresh simulations",
     "compare_methods.py": "plot saved to",
     "gpu.py": "",  # "skipping" without a GPU, a line per backend with one
     "parallel_evaluation.py": "same x in every run: True",

@@ -67,9 +67,10 @@ TRUST = 2.0  # with a ceiling: the trust radius after an accepted trial, over it
 NOISE_SNR = 1.0  # with noise: the radius keeps mu |g| at least this many noise deviations
 NOISE_TRACKING = 0.2  # weight of the latest batch in the running noise variance
 NOISE_LEVELS = 3  # the noise floor keeps mu sqrt(d) <= 2**3 0.1 l: within the length scale
+NOISE_MISFIT = 4.0  # the model's misfit may add this many noise variances to the pair means
 NOISE_CHECKED = 3  # batches at a level before the noise floor compares their spread
 
-NOISE_FIELDS = ("noisy", "noise_variance", "spread_squares")
+NOISE_FIELDS = ("noisy", "start_noise", "noise_variance", "spread_squares", "residuals")
 
 # what the centre of the batch just evaluated was
 MEASURE, TRIAL = "measure", "trial"
@@ -116,8 +117,10 @@ class StepSizeControl:
         self.before = math.nan  # mean log slope at the level before a decrease
         self.drop = 0  # levels of that decrease
         self.noisy = False  # the values are known to be noisy: the floor follows the noise
+        self.start_noise = math.nan  # the noise's variance at x0
         self.noise_variance = math.nan  # running estimate of the noise's variance
         self.spread_squares = 0.0  # sum of the squared spreads of the batches at this level
+        self.residuals = 0.0  # and of their misfit-and-noise bounds
 
     @property
     def smoothing(self) -> float:
@@ -148,35 +151,39 @@ class StepSizeControl:
         """The objective is noisy, with about this ``variance`` at ``x0``: from now on the
         floor of the radius follows the noise (`_noise_floor`)."""
         self.noisy = True
-        self.noise_variance = variance
-        self.spread_squares, self.counted = 0.0, 0
-        self.drop = 0
+        self.start_noise = self.noise_variance = variance
+        self.spread_squares = self.residuals = 0.0
+        self.counted = self.drop = 0
 
-    def _noise_floor(self, spread: float, noise_variance: float) -> bool:
-        """With known noise: a batch's values spread by ``mu |g|`` (the slope along the
-        queries) and by the noise, ``spread**2 ~ mu**2 |g|**2 + sigma**2``. Once the mean
-        squared spread of ``NOISE_CHECKED`` batches at this radius leaves less than
-        ``NOISE_SNR**2 sigma**2`` to the slope, the radius doubles and stays at least there;
-        where it leaves four times that, the floor comes down a level (the noise of a
-        multiplicative model falls with f). ``sigma**2`` is a running mean of the method's
-        per-batch bound (``noise_variance``; the antithetic pairs' residuals), started from
-        the variance at ``x0``."""
-        if math.isfinite(noise_variance) and noise_variance >= 0:
-            if math.isnan(self.noise_variance):
-                self.noise_variance = noise_variance
-            else:
-                self.noise_variance += NOISE_TRACKING * (noise_variance - self.noise_variance)
+    def _noise_floor(self, spread: float, bound: float) -> bool:
+        """With known noise, the radius balances noise against the model's misfit.
+
+        A batch's values spread by the slope along the queries and by the noise,
+        ``spread**2 ~ mu**2 |g|**2 + sigma**2``; its antithetic pair means, less the model,
+        by the noise and the model's misfit, which grows as ``mu**4`` (``bound``: the
+        method's estimate of ``sigma**2 + 2 misfit``, ``nan`` where it has none). Over
+        ``NOISE_CHECKED`` batches at one radius: where the misfit exceeds the noise
+        (``bound > NOISE_MISFIT sigma**2``) the radius halves, for the curvature model no
+        longer describes the queries; else where the spread leaves less than ``NOISE_SNR``
+        noise deviations to the slope, it doubles (up to ``mu sqrt(d) = 0.8 l``) and stays at
+        least there. ``sigma**2`` is a running mean of ``min(bound, sigma_0**2)``, with
+        ``sigma_0**2`` the variance at ``x0``: it follows a noise that falls with f, and the
+        misfit does not raise it."""
+        if math.isfinite(bound) and bound >= 0:
+            sample = min(bound, self.start_noise)
+            self.noise_variance += NOISE_TRACKING * (sample - self.noise_variance)
         self.spread_squares += spread * spread
+        self.residuals += bound if math.isfinite(bound) else 0.0
         self.counted += 1
-        if self.counted < NOISE_CHECKED or not self.noise_variance > 0:
+        noise = self.noise_variance
+        if self.counted < NOISE_CHECKED or not noise > 0:
             return False
-        signal = self.spread_squares / self.counted - self.noise_variance
-        need = NOISE_SNR * NOISE_SNR * self.noise_variance
-        if signal >= 4 * need:  # at half the radius it would still be enough
+        if self.residuals / self.counted > NOISE_MISFIT * noise:
             self.floor = min(self.floor, self.level - 1)
-        if signal >= need:
-            return False
-        if self.level >= NOISE_LEVELS:
+            self._set_level(self.level - 1)
+            return True
+        signal = self.spread_squares / self.counted - noise
+        if signal >= NOISE_SNR * NOISE_SNR * noise or self.level >= NOISE_LEVELS:
             return False
         self._set_level(self.level + 1)
         self.floor = self.level
@@ -184,7 +191,7 @@ class StepSizeControl:
 
     def _set_level(self, level: int) -> None:
         self.level = level
-        self.spread_squares = 0.0
+        self.spread_squares = self.residuals = 0.0
         self.slopes, self.counted = 0.0, 0
         self.anchor = True
 

@@ -11,6 +11,7 @@ from . import (
     curvature,
     hessian_error,
     model_cost,
+    noise,
     peers,
     step,
     synthetic,
@@ -30,6 +31,7 @@ COMMANDS = {
     "tuning": tuning,
     "curvature": curvature,
     "model-cost": model_cost,
+    "noise": noise,
 }
 
 
