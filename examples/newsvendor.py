@@ -87,10 +87,9 @@ for name in ("zovh", "zovh noisy=False", "Nelder-Mead", "Powell"):
         errors.append(res.fun - truth)
         standard.append(res.get("fun_std_error", np.nan))
     print(
-        f"{name:18} {np.median(gaps):9.2f} {np.median(errors):+11.2f} "
-        f"{np.median(standard):10.2f}"
+        f"{name:18} {np.median(gaps):9.2f} {np.median(errors):+11.2f} {np.median(standard):10.2f}"
     )
-    if name == "zovh" and not all(abs(e) <= 4 * s for e, s in zip(errors, standard)):
+    if name == "zovh" and not all(abs(e) <= 4 * s for e, s in zip(errors, standard, strict=True)):
         raise SystemExit("zovh's fun is not within 4 standard errors of the true cost")
 print(
     "\nzovh's fun is the mean of fresh simulations at x (unbiased, with its standard error);"

@@ -8,8 +8,8 @@ import pytest
 import zovh_opt
 from zovh_opt import Optimizer
 from zovh_opt._methods.zovh_preconditioned import default_pairs
-from zovh_opt.problems import rosenbrock
 from zovh_opt._noise import PROBE  # the values at x0 of noisy='auto'
+from zovh_opt.problems import rosenbrock
 
 D = 40
 

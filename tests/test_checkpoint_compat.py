@@ -20,7 +20,6 @@ must be the same. Runs saved and loaded on one machine continue bit for bit
 from __future__ import annotations
 
 import math
-
 import pathlib
 import warnings
 

@@ -12,8 +12,8 @@ from scipy.optimize import OptimizeResult, OptimizeWarning
 import zovh_opt
 from zovh_opt import estimators
 from zovh_opt._methods.zovh_preconditioned import default_pairs
-from zovh_opt.problems import quadratic, rosenbrock
 from zovh_opt._noise import PROBE  # the values at x0 of noisy='auto'
+from zovh_opt.problems import quadratic, rosenbrock
 
 FAST = {"maxiter": 30}
 

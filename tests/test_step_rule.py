@@ -7,9 +7,8 @@ import numpy as np
 import pytest
 
 import zovh_opt
-from zovh_opt.problems import quadratic
-from zovh_opt._noise import PROBE  # the values at x0 of noisy='auto'
 from zovh_opt._methods.zovh_preconditioned import default_pairs
+from zovh_opt.problems import quadratic
 
 
 def shifted_sphere(s):

@@ -74,8 +74,9 @@ class NoiseMonitor:
         return max(wanted - len(self.values), 0)
 
     def take(self, values: list[float], room: int) -> None:
-        """The values of a measurement of ``x0``. ``room``, the evaluations ``maxfev`` leaves after one iteration, caps the values
-        at ``x0`` and at the end (``3 final_evaluations`` in all)."""
+        """The values of a measurement of ``x0``. ``room``, the evaluations ``maxfev``
+        leaves after one iteration, caps the values at ``x0`` and at the end
+        (``3 final_evaluations`` in all)."""
         self.values.extend(values)
         finite = [v for v in self.values if math.isfinite(v)]
         if not self.detected and any(v != finite[0] for v in finite):

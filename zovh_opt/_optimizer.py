@@ -263,9 +263,8 @@ class Optimizer:
         ``iteration`` (what ran), ``learning_rate`` (at the end), ``restarts`` (``nit``,
         ``nfev``, ``reason``, ``cause``, ``learning_rate`` of each), ``failed_evaluations``,
         ``trace`` (NumPy arrays ``"nit"``, ``"nfev"``, ``"fun"``, one entry per iteration),
-        the method's ``jac`` and ``hess_inv`` (not with bounds), ``noise_std`` where ``x0``
-        was measured (``noisy`` True or ``"auto"``; 0 for a deterministic objective) and
-        ``fun_std_error`` for a noisy one; `zovh_opt.minimize` says more of each.
+        the method's ``jac`` and ``hess_inv`` (not with bounds), ``noise_std`` (0: a
+        deterministic f) and ``fun_std_error``; `zovh_opt.minimize` says more of each.
         """
         x, fun, extra = self._returned.answer(lambda: self.x, self._coordinates.to_user)
         extra = {**self._noise.fields(), **extra}  # noise_std: 0 for a deterministic f
@@ -448,8 +447,9 @@ class Optimizer:
         f_estimate = step.f_estimate(told) * self._coordinates.f_unit
         step.tell(told)
         length = step.step_norm if step.control is None else step.control.step_length
+        scale = self._stopping.length_scale(step.control)
         verdict = self._stopping.after_iteration(
-            f_estimate, self._returned.lowest(), length, self._stopping.length_scale(step.control), safeguard.scale
+            f_estimate, self._returned.lowest(), length, scale, safeguard.scale
         )
         if verdict is STALLED:
             if safeguard.rescale(step, nit=self.nit, nfev=self._told):

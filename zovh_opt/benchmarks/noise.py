@@ -143,7 +143,7 @@ def _solve(solver: str, fun: NoisyProblem, x0: np.ndarray, budget: int, rate: fl
     elif solver == "SPSA":
         from noisyopt import minimizeSPSA
 
-        np.random.seed(0)  # noisyopt draws its directions from NumPy's global generator
+        np.random.seed(0)  # noqa: NPY002 - noisyopt draws from NumPy's global generator
         x = minimizeSPSA(fun, x0.copy(), niter=(budget - 1) // 2, paired=False).x
     else:
         options = {"maxfev": budget}
@@ -195,8 +195,14 @@ def run_one(job: tuple[dict[str, Any], int, int, str, str, float]) -> dict[str, 
 
 def settings(args: argparse.Namespace) -> dict[str, Any]:
     if args.quick:
-        return {"dim": 5, "budget": 200, "functions": [1, 8], "instances": [1], "models":
-                ["gaussian", "additive"], "solvers": ["zovh", "Nelder-Mead", "zoar oracle"]}
+        return {
+            "dim": 5,
+            "budget": 200,
+            "functions": [1, 8],
+            "instances": [1],
+            "models": ["gaussian", "additive"],
+            "solvers": ["zovh", "Nelder-Mead", "zoar oracle"],
+        }
     return {
         "dim": args.dim,
         "budget": args.budget,
@@ -244,7 +250,8 @@ def summary(records: list[dict[str, Any]], s: dict[str, Any]) -> dict[str, Any]:
                 "runs": len(scores),
             }
     checks = [
-        r for r in records
+        r
+        for r in records
         if "fun" in r and math.isfinite(r["expected"]) and math.isfinite(r["fun_std_error"])
     ]
     within = [abs(r["fun"] - r["expected"]) <= 3 * r["fun_std_error"] for r in checks]
