@@ -28,6 +28,7 @@ HOST_ALGEBRA = {
     "_bounds.py",  # the bounds, read and checked once on the host
     "_coordinates.py",  # the units' powers of two, from the dtype's range
     "_driver_options.py",  # x_scale read on the host, once
+    "_robust.py",  # medians of a batch's P host floats
 }
 
 

@@ -12,7 +12,7 @@ from scipy.optimize import OptimizeResult, OptimizeWarning
 import zovh_opt
 from zovh_opt import estimators
 from zovh_opt._methods.zovh_preconditioned import default_pairs
-from zovh_opt._noise import PROBE  # the values at x0 of noisy='auto'
+from zovh_opt._noise import measurements  # x0's and the best point's values
 from zovh_opt.problems import quadratic, rosenbrock
 
 FAST = {"maxiter": 30}
@@ -27,7 +27,7 @@ def test_result_fields_and_types():
     assert isinstance(res, OptimizeResult)
     for key in ("x", "fun", "nit", "nfev", "status", "success", "message", "jac", "hess_inv"):
         assert key in res
-    assert res.nit == 30 and res.nfev == 30 * 2 * default_pairs(10) + 1 + PROBE
+    assert res.nit == 30 and res.nfev == 30 * 2 * default_pairs(10) + 1 + measurements(30)
     assert res.status == 2 and not res.success and "iterations" in res.message
     assert isinstance(res.fun, float) and res.fun == sphere(res.x)
     assert res.x.shape == (10,) and res.jac.shape == (10,) and res.hess_inv.shape == (10, 10)
@@ -73,7 +73,7 @@ def test_callback_forms():
     res = zovh_opt.minimize(sphere, np.ones(5), rng=0, callback=cb, options=FAST)
     assert len(seen_x) == len(seen_res) == 30
     assert isinstance(seen_res[-1], OptimizeResult) and seen_res[-1].nit == 30
-    assert seen_res[-1].nfev == 30 * 2 * default_pairs(5) + PROBE
+    assert seen_res[-1].nfev == 30 * 2 * default_pairs(5) + measurements(30)
     assert seen_res[-1].fun == res.trace["fun"][-1]
     assert np.array_equal(seen_x[-1], seen_res[-1].x)  # the last iterate, evaluated at the end
     assert res.fun <= sphere(seen_x[-1])

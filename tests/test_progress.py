@@ -9,7 +9,7 @@ import pytest
 
 import zovh_opt
 from zovh_opt._methods.zovh_preconditioned import default_pairs
-from zovh_opt._noise import PROBE  # the values at x0 of noisy='auto'
+from zovh_opt._noise import PROBE, measurements  # x0's and the best point's values
 
 D = 40
 
@@ -27,7 +27,7 @@ def test_disp_prints_a_table_then_a_summary(capsys):
     n = 2 * default_pairs(D)  # points per iteration
     assert [int(r[1]) for r in rows][:2] == [PROBE + n, PROBE + 2 * n]
     assert any(line.startswith("Maximum number of iterations has been exceeded.") for line in lines)
-    assert any(f"Function evaluations: {PROBE + 40 * n + 1}" in line for line in lines)
+    assert any(f"Function evaluations: {measurements(40) + 40 * n + 1}" in line for line in lines)
 
 
 def test_disp_true_without_maxiter_prints_about_20_rows_of_the_budget(capsys):

@@ -9,7 +9,7 @@ import pytest
 
 import zovh_opt
 from zovh_opt._methods.zovh_preconditioned import default_pairs
-from zovh_opt._noise import PROBE  # the values at x0 of noisy='auto'
+from zovh_opt._noise import PROBE, measurements  # x0's and the best point's values
 
 D = 40
 
@@ -124,4 +124,4 @@ def test_callback_stop_iteration(through_scipy):
         res = zovh_opt.minimize(sphere, np.ones(D), callback=cb, options={"maxiter": 30})
     assert res.nit == 5 and res.status == 99 and not res.success
     assert res.message == "`callback` raised `StopIteration`."
-    assert res.nfev == 5 * 2 * default_pairs(D) + 1 + PROBE
+    assert res.nfev == 5 * 2 * default_pairs(D) + 1 + measurements(5)

@@ -24,10 +24,13 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from ._backend import namespace_of
+
 __all__ = ["NoiseMonitor", "PROBE"]
 
 PROBE = 2  # values at x0 that tell a deterministic objective from a noisy one
 NOISY_EVALUATIONS = 10  # final_evaluations' default once the objective is noisy
+RECHECK_FROM = 4  # the best point is evaluated again after iterations 4, 8, 16, 32, ...
 
 
 def sample_std(values: list[float]) -> float:
@@ -40,8 +43,15 @@ def sample_std(values: list[float]) -> float:
     return math.sqrt(sum((v - mean) * (v - mean) for v in finite) / (n - 1))
 
 
+def measurements(nit: int) -> int:
+    """The evaluations a deterministic ``"auto"`` run spends on the measurements by
+    iteration ``nit`` when its budget allows them: ``x0`` twice, then the best point once
+    after iterations 4, 8, 16, ..."""
+    return PROBE + max(0, nit.bit_length() - RECHECK_FROM.bit_length() + 1)
+
+
 class NoiseMonitor:
-    """The measurement of ``x0`` that decides whether a run is noisy (module docstring).
+    """The measurements that decide whether a run is noisy (module docstring).
 
     Parameters
     ----------
@@ -56,36 +66,78 @@ class NoiseMonitor:
         ``x0`` in the run's coordinates (steps make new arrays: a reference).
     """
 
-    def __init__(self, mode: Any, adaptive: bool, evaluations: int, start: Any) -> None:
+    def __init__(self, mode: Any, adaptive: bool, evaluations: Any, start: Any) -> None:
         self.mode = mode if mode != "auto" or adaptive else False
         self.evaluations = NOISY_EVALUATIONS if evaluations is None else evaluations
         self.values: list[float] = []  # at x0
         self.detected = self.mode is True
-        self.done = self.mode is False  # the measurement of x0 is over
-        self.start = None if self.done else start  # no copy of x0 held without a use
+        # x0, while a measurement or a late comparison with it may come (not with False)
+        self.start = None if self.mode is False else start
+        self.recheck: tuple[float, Any] | None = None  # the best value and point, pending
+        self.acted = False  # the parts act on the noise once it is measured
 
     @property
     def auto(self) -> bool:
         return self.mode == "auto"
 
+    @property
+    def done(self) -> bool:
+        """Whether no measurement is pending."""
+        return self.size() == 0
+
     def size(self) -> int:
-        """The number of points of the next measurement of ``x0``."""
+        """The number of points of the pending measurement: of the best point again, or of
+        ``x0``."""
+        if self.recheck is not None:
+            return 1
+        if self.mode is False or self.start is None:
+            return 0
         wanted = self.evaluations if self.detected else PROBE
         return max(wanted - len(self.values), 0)
 
+    def point(self, to_user: Any) -> Any:
+        """The point of the pending measurement, a new array (``to_user`` maps ``x0``)."""
+        if self.recheck is not None:
+            row = self.recheck[1]
+            return namespace_of(row).asarray(row, copy=True)
+        return to_user(self.start)
+
+    def recheck_due(self, nit: int, best: Any, affordable: bool) -> None:
+        """After iteration ``nit``: with ``"auto"`` and no noise seen, the best point so far
+        (``best``: its value and point) is evaluated again after iterations 4, 8, 16, ...
+        (where ``affordable``): a deterministic objective gives its value again. This finds
+        noise the values at ``x0`` missed (outliers in a fraction of the calls)."""
+        if not (self.auto and not self.detected and best is not None and affordable):
+            return
+        if nit >= RECHECK_FROM and nit & (nit - 1) == 0:
+            self.recheck = best
+
     def take(self, values: list[float], room: int) -> None:
-        """The values of a measurement of ``x0``. ``room``, the evaluations ``maxfev``
+        """The values of the pending measurement. ``room``, the evaluations ``maxfev``
         leaves after one iteration, caps the values at ``x0`` and at the end
-        (``3 final_evaluations`` in all)."""
+        (``3 final_evaluations`` in all) once noise is found."""
+        if self.recheck is not None:
+            before, self.recheck = self.recheck[0], None
+            if math.isfinite(values[0]) and values[0] != before:
+                self._found(room)
+            return
         self.values.extend(values)
         finite = [v for v in self.values if math.isfinite(v)]
         if not self.detected and any(v != finite[0] for v in finite):
-            self.detected = True
-            affordable = (room + len(self.values)) // 3
-            self.evaluations = max(len(self.values), min(self.evaluations, affordable))
-        self.done = self.size() == 0
-        if self.done and not self.detected:
-            self.start = None  # a deterministic run keeps no copy of x0
+            self._found(room)
+
+    def _found(self, room: int) -> None:
+        self.detected = True
+        affordable = (room + len(self.values)) // 3
+        self.evaluations = max(len(self.values), min(self.evaluations, affordable))
+
+    def budgeted(self, nit: int) -> int:
+        """The evaluations the measurements still take in a run of ``nit`` iterations."""
+        if self.mode is False:
+            return 0
+        if self.detected:
+            return self.size()
+        return measurements(nit) - len(self.values)
 
     def std(self) -> float:
         """The sample standard deviation of the values at ``x0`` (0 for a deterministic
@@ -97,19 +149,20 @@ class NoiseMonitor:
         measured at the end of a noisy run, takes its place)."""
         return {} if self.mode is False else {"noise_std": self.std()}
 
-    def act(self, returned: Any, stopping: Any, control: Any) -> None:
+    def act(self, returned: Any, stopping: Any, method: Any) -> None:
         """Where noise is known (at the end of the measurement of ``x0``; with
         ``noisy=True`` the returned point also from the start): the returned point is
         chosen by means (``x0``'s values are its side of the comparison), the tolerances that
-        noise triggers go (``stopping``), and the step rule (``control``) keeps its radius
-        above the noise; each part may be ``None`` (not yet built)."""
-        if not self.detected:
+        noise triggers go (``stopping``), and the method reads its batches robustly and keeps
+        its radius above the noise; each part may be ``None`` (not yet built)."""
+        if not self.detected or self.acted or not self.done:
             return
+        self.acted = True
         returned.become_noisy(self.evaluations, self.start, self.values)
         if stopping is not None:
             stopping.noisy()
-        if control is not None:
-            control.noise_found(self.std() ** 2)
+        if method is not None:
+            method.noise_found(self.std() ** 2)
 
     def note(self) -> str:
         """What the message adds once ``"auto"`` found noise."""
@@ -125,9 +178,10 @@ class NoiseMonitor:
         return {
             "noise_values": list(self.values),
             "noise_detected": self.detected,
-            "noise_done": self.done,
             "noise_evaluations": self.evaluations,
-            "noise_start": None if self.done else self.start,
+            "noise_start": self.start,
+            "noise_recheck": None if self.recheck is None else list(self.recheck),
+            "noise_acted": self.acted,
         }
 
     def load_state(self, state: dict[str, Any], vector: Any) -> None:
@@ -135,11 +189,12 @@ class NoiseMonitor:
         checkpoints written before the measurement of ``x0`` continue without one (their
         ``noisy=True`` compares with ``x0`` at the end)."""
         if "noise_values" not in state:
-            self.values, self.done = [], True
+            self.values, self.start = [], None
             return
         self.values = [float(v) for v in state["noise_values"]]
         self.detected = bool(state["noise_detected"])
-        self.done = bool(state["noise_done"])
         self.evaluations = int(state["noise_evaluations"])
-        if not self.done:
-            self.start = vector(state["noise_start"])
+        self.start = vector(state["noise_start"])
+        recheck = state["noise_recheck"]
+        self.recheck = None if recheck is None else (float(recheck[0]), vector(recheck[1]))
+        self.acted = bool(state["noise_acted"])

@@ -55,7 +55,7 @@ from ._version import __version__
 
 __all__ = ["Optimizer"]
 
-MEASURE_X0 = "measure x0"  # the phase that measures x0 before the first iteration
+MEASURE = "measure"  # the phase that evaluates x0, or the best point, again (`_noise`)
 
 
 def _exclusive(method: Callable[..., Any]) -> Callable[..., Any]:
@@ -84,7 +84,8 @@ class Optimizer:
 
     For objectives that the caller evaluates (a training loop, a job queue, a cluster) and for
     runs that must survive a restart of the process. `zovh_opt.minimize` builds one and calls
-    `run`; the two give the same iterates for the same seed.
+    `run`; the two give the same iterates for the same seed. ``nit`` and ``nfev`` count the
+    iterations and evaluations so far; `x`, `pending` and `done` say where the run stands.
 
     Parameters
     ----------
@@ -100,17 +101,6 @@ class Optimizer:
         SPEC 7 source of the random directions.
     bounds : scipy.optimize.Bounds or sequence of (min, max) pairs, optional
         Box constraints, as for `zovh_opt.minimize`: every asked point lies in the box.
-
-    Attributes
-    ----------
-    x : array
-        A copy of the current iterate.
-    nit, nfev : int
-        Iterations and function evaluations so far.
-    pending : array or None
-        The points of an ask awaiting its `tell`.
-    done : bool
-        True once the run has ended; `result` then holds the final answer.
 
     Examples
     --------
@@ -150,7 +140,8 @@ class Optimizer:
         noisy, final = self.options["noisy"], self.options["final_evaluations"]
         self._noise = NoiseMonitor(noisy, adaptive, final, self._step.x)
         self._returned = ReturnedPoint(False, final or 1, None, self.xp)
-        self._noise.act(self._returned, None, None)  # with noisy=True
+        if self._noise.detected:  # noisy=True: the end of a noisy run from the start
+            self._returned.become_noisy(self._noise.evaluations, self._step.x, [])
         self._stopping = StoppingRules(
             self.options,
             method=method,
@@ -167,7 +158,7 @@ class Optimizer:
         self._told = 0  # evaluations of completed asks; nfev adds those of the pending one
         self.status = RUNNING
         self.message = "The run has not ended."
-        self._phase = "iterate" if self._noise.done else MEASURE_X0
+        self._phase = "iterate" if self._noise.done else MEASURE
         self._pending: str | None = None  # the phase of the pending ask
         self._partial: list[float | None] = []  # its values obtained so far (by `run`)
         self._trace = {"nit": array("q"), "nfev": array("q"), "fun": array("d")}
@@ -190,6 +181,7 @@ class Optimizer:
 
     @property
     def done(self) -> bool:
+        """True once the run has ended; `result` then holds the final answer."""
         return self._phase == "done"
 
     @property
@@ -357,7 +349,7 @@ class Optimizer:
                 self.stop(*spent)
         if self._phase == "final":
             n = self._returned.final_size()
-        elif self._phase == MEASURE_X0:
+        elif self._phase == MEASURE:
             n = self._noise.size()
         else:
             self._step.prepare()
@@ -372,8 +364,8 @@ class Optimizer:
         """Point ``i`` of the pending ask, as a new array."""
         if self._pending == "final":
             return self._returned.final_point(i, lambda: self.x, self._coordinates.to_user)
-        if self._pending == MEASURE_X0:
-            return self._coordinates.to_user(self._noise.start)
+        if self._pending == MEASURE:
+            return self._noise.point(self._coordinates.to_user)
         if not self._coordinates.identity:
             return self._coordinates.to_user(self._step.pending_point(i))
         return self._step.pending_point(i)
@@ -403,8 +395,8 @@ class Optimizer:
             if done:
                 self._phase = "done"
             return
-        if phase == MEASURE_X0:
-            self._measured_x0(values)
+        if phase == MEASURE:
+            self._measured(values)
             return
         self.nit += 1
         f_estimate = mean(values)
@@ -417,13 +409,17 @@ class Optimizer:
                 self._restart(failure, diverged=False)
             return
         self._iteration(values, f_estimate)
+        room = self.options["maxfev"] - self._told - self._step.points_per_iteration
+        ok = self._phase == "iterate" and room > self._returned.reserve
+        self._noise.recheck_due(self.nit, self._returned.best, affordable=ok)
+        self._phase = MEASURE if ok and not self._noise.done else self._phase
 
-    def _measured_x0(self, values: list[float]) -> None:
-        """Values at ``x0`` (`zovh_opt._noise`); once measured, the parts act on noise."""
+    def _measured(self, values: list[float]) -> None:
+        """Values at ``x0`` or the best point (`zovh_opt._noise`); the parts act on noise."""
         room = self.options["maxfev"] - self._told - self._step.points_per_iteration
         self._noise.take(values, room)
         if self._noise.done:
-            self._noise.act(self._returned, self._stopping, self._step.control)
+            self._noise.act(self._returned, self._stopping, self._step)
             self._phase = "iterate"
 
     def _iteration(self, values: list[float], f_estimate: float) -> None:

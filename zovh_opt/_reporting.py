@@ -64,8 +64,11 @@ class Progress:
     HEADER = f"{'nit':>8} {'nfev':>10} {'f estimate':>13} {'step norm':>10} {'lr':>9} {'time s':>8}"
 
     def __init__(self, every: int, bar: bool, optimizer: Any) -> None:
+        per, reserve = optimizer._step.points_per_iteration, optimizer._returned.reserve
+        maxiter = optimizer._stopping.iteration_budget(per, reserve)
+        # the measurements of x0 and the best point (`zovh_opt._noise`) take a few of them
         maxiter = optimizer._stopping.iteration_budget(
-            optimizer._step.points_per_iteration, optimizer._returned.reserve
+            per, reserve + optimizer._noise.budgeted(maxiter)
         )
         self.every = max(1, maxiter // 20) if every < 0 else every
         self.restarts = len(optimizer.restarts)

@@ -75,15 +75,15 @@ def restore(cls: type, state: dict[str, Any]) -> Any:
     run._stopping.load_state(state)
     run._safeguard.load_state(state, vector)
     run._noise.load_state(state, vector)
-    if run._noise.detected and run._noise.done:  # before the returned point's own state
+    if run._noise.detected and run._noise.acted:  # before the returned point's own state
         noise = run._noise
         run._returned.become_noisy(noise.evaluations, noise.start, noise.values)
     run._returned.load_state(state, vector)
     run.nit, run._told = int(state["nit"]), int(state["told"])
     run.status, run.message = int(state["status"]), str(state["message"])
-    if state["phase"] not in ("measure x0", "iterate", "final", "done"):
+    if state["phase"] not in ("measure", "iterate", "final", "done"):
         raise ValueError(f"unknown phase {state['phase']!r}")
-    if state["pending"] not in (None, "measure x0", "iterate", "final"):
+    if state["pending"] not in (None, "measure", "iterate", "final"):
         raise ValueError(f"unknown pending phase {state['pending']!r}")
     run._phase, run._pending = state["phase"], state["pending"]
     run._partial = [None if v is None else float(v) for v in state["partial"]]

@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from .. import _step_size
+from .. import _robust, _step_size
 from .._backend import ArraySpace, DirectionSource, norm, to_host_floats
 from .._options import Option, positive_or_auto, positive_real, resolve
 from .._step_size import StepSizeControl
@@ -129,6 +129,7 @@ class AskTellMethod:
         self.amplification = 1.0
         self.rejected_steps = 0
         self.noise_variance = math.nan  # an upper bound from the latest batch, where known
+        self.robust = False  # the objective is noisy: robust statistics (`noise_found`)
         self._asked = False
         self._rows: tuple[int, Any] | None = None  # block number and directions of the ask
 
@@ -234,6 +235,8 @@ class AskTellMethod:
             self._tell(values, direction=verdict is not False)  # an undone trial: no step
             squares = sum((v - mean) * (v - mean) for v in listed)
             spread = math.sqrt(squares / (n - 1)) if n > 1 else math.nan
+            if self.robust:
+                spread = _robust.scale(values)
             noisy = control.observe(spread, self.noise_variance) and self._adapt_smoothing
             if noisy:  # the radius went back up: the kept queries and the direction go
                 self._set_smoothing(control.smoothing)
@@ -247,6 +250,14 @@ class AskTellMethod:
         self._rows = None
         self.nit += 1
         self.nfev += n
+
+    def noise_found(self, variance: float) -> None:
+        """The objective is noisy, with about this ``variance`` at ``x0``: batches are read
+        with robust statistics (`zovh_opt._robust`) and the step rule keeps the smoothing
+        radius above the noise (`zovh_opt._step_size`)."""
+        self.robust = True
+        if self.control is not None:
+            self.control.noise_found(variance)
 
     def f_estimate(self, values: Any) -> float:
         """The estimate of ``f`` at the pending ask's centre from its ``values`` (NumPy
@@ -350,6 +361,7 @@ class AskTellMethod:
             "nfev": self.nfev,
             "amplification": self.amplification,
             "rejected_steps": self.rejected_steps,
+            "robust": self.robust,
             "asked": self._asked,
             "rows": None if self._rows is None else [self._rows[0], self._rows[1].shape[0]],
         }
@@ -373,6 +385,7 @@ class AskTellMethod:
         self.nit, self.nfev = int(state["nit"]), int(state["nfev"])
         self.amplification = float(state["amplification"])
         self.rejected_steps = int(state["rejected_steps"])
+        self.robust = bool(state.get("robust", False))  # checkpoints before it: never
         self._asked = bool(state["asked"])
         rows = state["rows"]
         self._rows = None if rows is None else (int(rows[0]), self._draw_rows(*rows))

@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 
-from .. import estimators
+from .. import _robust, estimators
 from .._backend import norm
 from .._curvature import DiagonalCurvature, DiagonalOperator
 from .._step_size import INITIAL_STEP
@@ -156,8 +156,9 @@ class PreconditionedZoVH(ZoVH, GradientStepMethod, curvature="diagonal"):
         """Set the model's scale so that the first step (rate 1) is ``0.1 l`` long; no start
         while the gradient estimate is 0."""
         P, d = self.n_directions, self.space.dim
-        delta = (values[:P] - values[P:]) / (2 * self.smoothing)
-        length = norm(self.space.from_host(delta) @ self._whitened, self.xp)
+        with np.errstate(over="ignore", invalid="ignore"):  # values too large: no start
+            delta = (values[:P] - values[P:]) / (2 * self.smoothing)
+            length = norm(self.space.from_host(delta) @ self._whitened, self.xp)
         if math.isfinite(length) and length > 0:
             self.model.start(length / ((d + P + 1) * self._first_step))
 
@@ -167,7 +168,12 @@ class PreconditionedZoVH(ZoVH, GradientStepMethod, curvature="diagonal"):
             if not self.model.ready:
                 return mean
         mu = self.smoothing
-        return mean - 0.5 * mu * mu * self.model.curvature * float(self._norms().mean())
+        bias = 0.5 * mu * mu * self.model.curvature
+        if self.robust:  # the median of the pairs' estimates
+            P = self.n_directions
+            with np.errstate(over="ignore", invalid="ignore"):  # inf - inf: the safeguard's
+                return float(np.median((values[:P] + values[P:]) / 2 - bias * self._norms()))
+        return mean - bias * float(self._norms().mean())
 
     def _tell(self, values: Any, *, direction: bool = True) -> None:
         if not self.model.ready:
@@ -183,6 +189,9 @@ class PreconditionedZoVH(ZoVH, GradientStepMethod, curvature="diagonal"):
             deltas = (plus - minus) / (2 * mu)
             r = estimators.pair_residuals(plus, minus, self._norms(), mu, c)
         usable = bool(np.isfinite(deltas).all())  # else values too large to difference
+        if self.robust and usable and np.isfinite(r).all():
+            deltas, r = _robust.clipped(deltas), _robust.clipped(r)
+            r -= r.mean()
         if not usable:
             direction = False
             self._direction = None
@@ -194,7 +203,8 @@ class PreconditionedZoVH(ZoVH, GradientStepMethod, curvature="diagonal"):
             rows = self._whitened if self.directions == "vectors" else None
             kept = KeptPairs(self._rows[0], self.model.whitening, deltas, self._x, rows)
         if np.isfinite(r).all():
-            self.noise_variance = 2.0 * float(r @ r) / (P - 1)
+            spread = _robust.scale(r) ** 2 if self.robust else float(r @ r) / (P - 1)
+            self.noise_variance = 2.0 * spread
             rows_kept = kept is not None and kept.rows is not None
             weights = r / mu / mu / (P - 1)
             self.model.learn(weights, self._drawn, self._whitened, in_place=not rows_kept)
