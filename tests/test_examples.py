@@ -14,7 +14,7 @@ NEEDS = {"adversarial_attack.py": ("torch", "sklearn"), "compare_methods.py": ("
 # what each example prints when it did its job (its own checks exit non-zero otherwise)
 EXPECT = {
     "quickstart.py": "zovh ",
-    "noisy_objective.py": "noisy=True",
+    "noisy_objective.py": "notices the noise",
     "newsvendor.py": "fun is the mean of fresh simulations",
     "compare_methods.py": "plot saved to",
     "gpu.py": "",  # "skipping" without a GPU, a line per backend with one

@@ -106,8 +106,9 @@ def minimize(
     -------
     scipy.optimize.OptimizeResult
         ``x`` (in the namespace and on the device of ``x0``): the evaluated point with the
-        lowest finite value, and ``fun`` that value (with ``noisy=True``: the final iterate and
-        the mean of fresh evaluations there, see Notes); ``nit``, ``nfev`` (every evaluation,
+        lowest finite value, and ``fun`` that value (for a noisy objective: the final iterate
+        or ``x0``, and the mean of fresh evaluations there, see Notes); ``noise_std`` (0 for a
+        deterministic objective; with ``noisy=False`` absent) and ``fun_std_error``; ``nit``, ``nfev`` (every evaluation,
         the final one at the last iterate included), ``status``, ``success``, ``message``;
         ``iteration`` (what ran: the method's name, or for ``"zovh"`` Algorithm 1 or the
         full or diagonal curvature model); ``learning_rate`` (the rate at the end),
@@ -240,16 +241,20 @@ def minimize(
         ``None``) when the start is far from the origin and close to the answer.
     maxtime : float, optional
         Wall-clock budget in seconds, checked before each iteration. The final evaluations
-        (1, or ``3 final_evaluations`` with ``noisy=True``) follow it: they are the answer.
+        (1, or ``2 final_evaluations`` for a noisy objective) follow it: they are the answer.
     ftarget : float, optional
-        Stop (status 4, success) once a point with ``f <= ftarget`` has been evaluated (with
-        ``noisy=True``: once an iteration's f estimate is that low).
-    noisy : bool, default False
-        The objective is noisy: report the final iterate (or ``x0`` where the run ended above
-        it) and an unbiased ``fun`` (see Notes).
-    final_evaluations : int, default 1 (10 with ``noisy=True``)
-        Evaluations at the final iterate (with ``noisy=True`` three times as many: the
-        comparison with ``x0``, then the returned point).
+        Stop (status 4, success) once a point with ``f <= ftarget`` has been evaluated (for
+        a noisy objective: once an iteration's f estimate is that low).
+    noisy : bool or "auto", default "auto"
+        Whether the objective is noisy. ``"auto"`` (with the step rule; a fixed rate is
+        ``False``) finds out: ``x0`` is evaluated twice before the first iteration, and the
+        best point again after iterations 4, 8, 16, ...; a deterministic objective repeats
+        its values, and a run whose values differ treats the objective as noisy from then
+        on (see Notes). ``True``: noisy from the start; ``False``: never measured, never
+        treated as noisy.
+    final_evaluations : int, default 1 (10 for a noisy objective)
+        Evaluations at the final iterate; for a noisy objective also at ``x0`` (before the
+        first iteration) and at the returned point.
     max_restarts : int, default 5
         Restarts after 10 iterations in a row without finite values, before the next such
         failure ends the run with status 3. Divergence of a fixed rate always restarts.
@@ -290,11 +295,17 @@ def minimize(
     (docs: *Architecture*).
 
     *Noisy objectives.* For ``f(x) + sigma * xi`` the lowest of thousands of noisy values is
-    biased low (it picks favourable noise) and its point is not the best one. Pass
-    ``noisy=True``: ``x`` is then the final iterate, ``fun`` the mean of
-    ``final_evaluations`` fresh values there (unbiased for ``f(x)``) and ``fun_std_error`` its
-    standard error. Where noise decided the step rule's comparisons and the iterate drifted
-    uphill, ``x`` is ``x0``: the run ends by comparing the two on fresh values.
+    biased low (it picks favourable noise) and its point is not the best one. Once the run
+    knows the objective is noisy (``noisy="auto"`` found it, or ``noisy=True``), ``x0`` is
+    measured ``final_evaluations`` times and the run ends with as many values at the final
+    iterate: ``x`` is the one of the two with the lower mean (where noise decided the step
+    rule's comparisons the iterate can drift uphill), ``fun`` the mean of
+    ``final_evaluations`` fresh values there (unbiased for the mean of ``fun`` at ``x``),
+    ``fun_std_error`` its standard error and ``noise_std`` the noise's standard deviation
+    there; the message says so. During the run the batches are read with robust statistics
+    (medians, clipped differences: outliers), the smoothing radius is kept above the noise,
+    and ``ftol`` and ``xtol`` left ``"auto"`` are off: a noisy run ends by its budget,
+    ``ftarget`` or the tolerances the user set (docs: *Noisy objectives*).
 
     With a float ``learning_rate``, ``K = 3``, ``N = 4``, ``mu = 0.1`` and ``lambda = 0.1``
     are the paper's (Appx. F.2), and the run is its Algorithm 1. There is no

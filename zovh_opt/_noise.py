@@ -169,9 +169,9 @@ class NoiseMonitor:
         if not (self.auto and self.detected):
             return ""
         return (
-            f" Noise detected (values at x0 differed on repeats, sd {self.std():.3g}): x was "
-            "chosen by mean values and fun is the mean of fresh values there (as with "
-            "noisy=True); the tolerances left 'auto' were off."
+            " Noise detected (a point's values differed on repeats): x was chosen by mean "
+            "values, fun is the mean of fresh values there (fun_std_error, noise_std), and "
+            "the tolerances left 'auto' were off."
         )
 
     def state(self) -> dict[str, Any]:

@@ -1,6 +1,7 @@
 """noise: the bbob functions under bbob-noisy's noise models, judged by the noise-free value.
 
-COCO's ``bbob`` functions (through ``cocoex``) with the noise models of its ``bbob-noisy``
+COCO's ``bbob`` functions (through ``cocoex``; above ``d = 40``, where ``bbob`` has none, those
+of ``bbob-largescale``, whose rotations are block-diagonal) with the noise models of its ``bbob-noisy``
 suite (Hansen, Finck, Ros and Auger, *Real-parameter black-box optimization benchmarking
 2009: noisy functions definitions*, INRIA RR-6869), applied to ``g = f - f_opt``: each call
 returns ``f_opt + noisy(g) + 1.01e-8`` (the last term where ``g >= 1e-8``), with
@@ -112,10 +113,10 @@ def _problem(s: dict[str, Any], function: int, instance: int, model: str) -> Noi
 
     from .coco import optimal_value
 
-    suite = cocoex.Suite(
-        "bbob", f"instances: {instance}", f"dimensions: {s['dim']} function_indices: {function}"
-    )
-    problem = next(iter(suite))
+    options = f"dimensions: {s['dim']} function_indices: {function}"
+    problem = next(iter(cocoex.Suite(s["suite"], f"instances: {instance}", options)))
+    if problem.dimension != s["dim"]:
+        raise ValueError(f"{s['suite']} has no problems in d = {s['dim']}")
     f_opt = optimal_value(problem)
     x0 = np.asarray(problem.initial_solution, dtype=float)
     g0 = float(problem(x0)) - f_opt
@@ -196,6 +197,7 @@ def run_one(job: tuple[dict[str, Any], int, int, str, str, float]) -> dict[str, 
 def settings(args: argparse.Namespace) -> dict[str, Any]:
     if args.quick:
         return {
+            "suite": "bbob",
             "dim": 5,
             "budget": 200,
             "functions": [1, 8],
@@ -204,6 +206,7 @@ def settings(args: argparse.Namespace) -> dict[str, Any]:
             "solvers": ["zovh", "Nelder-Mead", "zoar oracle"],
         }
     return {
+        "suite": args.suite or ("bbob" if args.dim <= 40 else "bbob-largescale"),
         "dim": args.dim,
         "budget": args.budget,
         "functions": args.functions,
@@ -262,6 +265,9 @@ def summary(records: list[dict[str, Any]], s: dict[str, Any]) -> dict[str, Any]:
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_common_arguments(parser, NAME)
     parser.add_argument("--dim", type=int, default=20, help="dimension (20)")
+    parser.add_argument(
+        "--suite", help="cocoex suite (default: bbob up to d = 40, bbob-largescale above)"
+    )
     parser.add_argument("--budget", type=int, default=1000, help="evaluations per d (1000)")
     parser.add_argument("--functions", type=int, nargs="+", default=[1, 2, 8, 10, 14])
     parser.add_argument("--instances", type=int, nargs="+", default=[1, 2, 3])

@@ -1,0 +1,71 @@
+"""Checks of the noise handling quoted in the docs (theory page, *Noise*), outside the tests.
+
+    python tools/noise_checks.py sphere       # issue #30's noisy sphere, against ZoAR's grid
+    python tools/noise_checks.py arange       # the non-negative function reported negative
+
+``sphere``: ``|x|^2 + N(0, 1)``, d = 1000, ``x0 = 0.7 N(0, I)`` (f0 about 490), 30 000
+evaluations, seeds 0-2: the true f of the returned point for the default, ``noisy=False``
+(the rule before), and ZoAR with ``noisy=True`` at each learning rate of the grid
+``1, 2, 5 x 10^-6 ... 10^0`` (the best of them is the oracle). ``arange``: ``sum((x - arange(6))**2) +
+5 N(0, 1)`` from 0, default budget, seeds 0-5: the reported ``fun``, its standard error, the
+true value at ``x`` and the status, for the default and ``noisy=False``.
+"""
+
+import sys
+
+import numpy as np
+
+import zovh_opt
+
+RATES = tuple(m * 10.0**k for k in range(-6, 0) for m in (1, 2, 5)) + (1.0,)
+
+
+def sphere_run(seed, method="zovh", **options):
+    noise = np.random.default_rng(5 + seed)
+    x0 = 0.7 * np.random.default_rng(seed).standard_normal(1000)
+    res = zovh_opt.minimize(
+        lambda x: float(x @ x) + noise.standard_normal(),
+        x0,
+        method=method,
+        rng=seed,
+        options={"maxfev": 30_000, **options},
+    )
+    return float(res.x @ res.x)
+
+
+def sphere():
+    seeds = range(3)
+    rows = {
+        "zovh (default)": [sphere_run(s) for s in seeds],
+        "zovh noisy=False": [sphere_run(s, noisy=False) for s in seeds],
+    }
+    for rate in RATES:
+        rows[f"zoar lr={rate:g}"] = [
+            sphere_run(s, "zoar", learning_rate=rate, noisy=True) for s in seeds
+        ]
+    oracle = min((k for k in rows if k.startswith("zoar")), key=lambda k: np.median(rows[k]))
+    for name, values in rows.items():
+        mark = "  <- the oracle" if name == oracle else ""
+        print(f"{name:18} true f median {np.median(values):8.3g}  {np.round(values, 2)}{mark}")
+
+
+def arange():
+    target = np.arange(6.0)
+    for noisy in ("auto", False):
+        for seed in range(6):
+            noise = np.random.default_rng(100 + seed)
+
+            def f(x, noise=noise):
+                return float(np.sum((x - target) ** 2) + 5 * noise.standard_normal())
+
+            res = zovh_opt.minimize(f, np.zeros(6), rng=seed, options={"noisy": noisy})
+            truth = float(np.sum((res.x - target) ** 2))
+            error = res.get("fun_std_error", float("nan"))
+            print(
+                f"noisy={noisy!s:5} seed {seed}: fun {res.fun:8.3f} (std error {error:.3f}) "
+                f"true {truth:.4f}  status {res.status} success {res.success}"
+            )
+
+
+if __name__ == "__main__":
+    {"sphere": sphere, "arange": arange}[sys.argv[1]]()
