@@ -6,9 +6,10 @@
 ``sphere``: ``|x|^2 + N(0, 1)``, d = 1000, ``x0 = 0.7 N(0, I)`` (f0 about 490), 30 000
 evaluations, seeds 0-2: the true f of the returned point for the default, ``noisy=False``
 (the rule before), and ZoAR with ``noisy=True`` at each learning rate of the grid
-``1, 2, 5 x 10^-6 ... 10^0`` (the best of them is the oracle). ``arange``: ``sum((x - arange(6))**2) +
-5 N(0, 1)`` from 0, default budget, seeds 0-5: the reported ``fun``, its standard error, the
-true value at ``x`` and the status, for the default and ``noisy=False``.
+``1, 2, 5 x 10^-6 ... 10^0`` (the best of them is the oracle). ``arange``:
+``sum((x - arange(6))**2) + 5 N(0, 1)`` from 0, default budget, seeds 0-5: the reported
+``fun``, its standard error, the true value at ``x`` and the status, for the default and
+``noisy=False``.
 """
 
 import sys

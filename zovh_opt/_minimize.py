@@ -108,12 +108,13 @@ def minimize(
         ``x`` (in the namespace and on the device of ``x0``): the evaluated point with the
         lowest finite value, and ``fun`` that value (for a noisy objective: the final iterate
         or ``x0``, and the mean of fresh evaluations there, see Notes); ``noise_std`` (0 for a
-        deterministic objective; with ``noisy=False`` absent) and ``fun_std_error``; ``nit``, ``nfev`` (every evaluation,
-        the final one at the last iterate included), ``status``, ``success``, ``message``;
-        ``iteration`` (what ran: the method's name, or for ``"zovh"`` Algorithm 1 or the
-        full or diagonal curvature model); ``learning_rate`` (the rate at the end),
-        ``restarts`` (one dict per safeguard restart), ``failed_evaluations`` (values that
-        were NaN or +-inf), ``trace`` (per iteration ``nit``, ``nfev`` and ``fun``, the mean
+        deterministic objective; with ``noisy=False`` absent) and ``fun_std_error``; ``nit``,
+        ``nfev`` (every evaluation, the final one at the last iterate included), ``status``,
+        ``success``, ``message``; ``iteration`` (what ran: the method's name, or for
+        ``"zovh"`` Algorithm 1 or the full or diagonal curvature model); ``learning_rate``
+        (the rate at the end), ``restarts`` (one dict per safeguard restart),
+        ``failed_evaluations`` (values that were NaN or +-inf), ``trace`` (per iteration
+        ``nit``, ``nfev`` and ``fun``, the mean
         of that iteration's values, for plotting).
 
         ``jac`` is the latest gradient estimate of the Gaussian-smoothed objective from the

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import inspect
+import math
 from collections.abc import Callable
 from typing import Any
 
@@ -72,6 +73,7 @@ class Progress:
         )
         self.every = max(1, maxiter // 20) if every < 0 else every
         self.restarts = len(optimizer.restarts)
+        self.noise_reported = False
         self.printed_header = False
         self.bar = None
         if bar:
@@ -97,6 +99,13 @@ class Progress:
             print(
                 f"restart at nit {last['nit']}: {last['reason']}; "
                 f"learning rate now {last['learning_rate']:.3g}"
+            )
+        noise = optimizer._noise
+        if noise.detected and not self.noise_reported:
+            self.noise_reported = True
+            print(
+                f"noise detected by nit {optimizer.nit} (sd at x0 {noise.std():.3g}): robust "
+                "batches, the radius above the noise, no 'auto' tolerances"
             )
         if optimizer.nit == 1 or optimizer.nit % self.every == 0:
             self.row(optimizer)
@@ -129,3 +138,6 @@ class Progress:
         print(f"         Function evaluations: {res.nfev}")
         if res.restarts:
             print(f"         Restarts: {len(res.restarts)}")
+        if math.isfinite(res.get("fun_std_error", math.nan)):
+            print(f"         Standard error of fun: {res.fun_std_error:.3g}")
+            print(f"         Noise standard deviation at x: {res.noise_std:.3g}")

@@ -1,10 +1,11 @@
 """noise: the bbob functions under bbob-noisy's noise models, judged by the noise-free value.
 
 COCO's ``bbob`` functions (through ``cocoex``; above ``d = 40``, where ``bbob`` has none, those
-of ``bbob-largescale``, whose rotations are block-diagonal) with the noise models of its ``bbob-noisy``
-suite (Hansen, Finck, Ros and Auger, *Real-parameter black-box optimization benchmarking
-2009: noisy functions definitions*, INRIA RR-6869), applied to ``g = f - f_opt``: each call
-returns ``f_opt + noisy(g) + 1.01e-8`` (the last term where ``g >= 1e-8``), with
+of ``bbob-largescale``, whose rotations are block-diagonal) with the noise models of its
+``bbob-noisy`` suite (Hansen, Finck, Ros and Auger, *Real-parameter black-box optimization
+benchmarking 2009: noisy functions definitions*, INRIA RR-6869), applied to
+``g = f - f_opt``: each call returns ``f_opt + noisy(g) + 1.01e-8`` (the last term where
+``g >= 1e-8``), with
 
 * ``gaussian``: ``g exp(beta N(0, 1))``, ``beta = 1`` (the suite's severe setting);
 * ``uniform``: ``g U^beta max(1, (1e9 / (g + 1e-99))^(alpha U'))``, ``beta = 1``,

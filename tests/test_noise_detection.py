@@ -1,0 +1,177 @@
+"""Issue #30: a run finds noise by repeats (``zovh_opt._noise``) and acts on it.
+
+A deterministic objective repeats its values bit for bit, so its run is the run of
+``noisy=False`` plus the measurements; a noisy one is found at ``x0`` or at a repeat of the
+best point, and from then on read robustly, with the radius above the noise
+(``zovh_opt._step_size``, ``zovh_opt._robust``).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+import zovh_opt
+from zovh_opt import _robust
+from zovh_opt._noise import NoiseMonitor, measurements
+from zovh_opt._step_size import NOISE_CHECKED, StepSizeControl
+
+
+def recorded(f):
+    points, values = [], []
+
+    def fun(x):
+        points.append(np.array(x))
+        values.append(float(f(x)))
+        return values[-1]
+
+    return fun, points, values
+
+
+def test_a_deterministic_run_is_the_run_of_noisy_false_plus_its_measurements():
+    f = lambda x: float(np.sum(np.arange(1, 31) * (x - 0.3) ** 2))  # noqa: E731
+    x0 = np.linspace(-1, 1, 30)
+    auto = zovh_opt.minimize(f, x0, rng=4, options={"maxiter": 300})
+    plain = zovh_opt.minimize(f, x0, rng=4, options={"maxiter": 300, "noisy": False})
+    assert auto.noise_std == 0.0 and "noise_std" not in plain
+    assert "Noise" not in auto.message and auto.nit == plain.nit == 300
+    assert np.array_equal(auto.trace["fun"], plain.trace["fun"])  # the same iterates
+    assert auto.nfev == plain.nfev + measurements(300)
+    assert auto.fun <= plain.fun  # x0 and repeats are evaluated points too
+
+
+def test_outliers_missed_at_x0_are_found_by_a_repeat_of_the_best_point():
+    """Outliers in a fifth of the calls, none in the first two (x0's): the first repeats of
+    the best point, after iterations 4, 8, 16, ..., find them; the run then measures x0 up to
+    final_evaluations times and ends as a noisy run."""
+    noise = np.random.default_rng(3)
+    calls = []
+
+    def f(x):
+        calls.append(1)
+        outlier = len(calls) > 2 and noise.random() < 0.2
+        return float(x @ x) + (noise.standard_cauchy() if outlier else 0.0)
+
+    fun, points, values = recorded(f)
+    res = zovh_opt.minimize(fun, np.ones(10), rng=0, options={"maxfev": 3000})
+    assert "Noise detected" in res.message and res.status == 1
+    assert values[0] == values[1] and np.array_equal(points[0], points[1])
+    # the repeat that found it evaluated a point seen before, with another value
+    seen, repeats = {np.ones(10).tobytes()}, 0
+    for p in points[2:-20]:  # before the end's 10 values at the final iterate and 10 more
+        repeats += p.tobytes() in seen
+        seen.add(p.tobytes())
+    assert repeats >= 8 + 1 and math.isfinite(res.fun_std_error)  # x0's 8, the best point
+    # x0 twice at the start, 8 more once noise was found; the final iterate won
+    assert sum(np.array_equal(p, np.ones(10)) for p in points) == 10
+
+
+def test_a_noisy_objective_is_found_at_x0_and_measured_there():
+    noise = np.random.default_rng(0)
+    fun, points, values = recorded(lambda x: float(x @ x) + 0.5 * noise.standard_normal())
+    res = zovh_opt.minimize(fun, np.ones(20), rng=1, options={"maxfev": 4000})
+    assert all(np.array_equal(p, np.ones(20)) for p in points[:10])  # x0, 10 values
+    assert not np.array_equal(points[10], np.ones(20))
+    assert 0.3 < res.noise_std < 0.8 and "Noise detected" in res.message
+    assert res.nfev == len(points) <= 4000
+
+
+def test_noisy_false_and_a_fixed_rate_never_measure():
+    noise = np.random.default_rng(0)
+    f = lambda x: float(x @ x) + noise.standard_normal()  # noqa: E731
+    for options in ({"noisy": False}, {"learning_rate": 1e-3}):
+        res = zovh_opt.minimize(f, np.ones(5), rng=0, options={"maxiter": 20, **options})
+        assert "noise_std" not in res and "fun_std_error" not in res
+
+
+def test_disp_says_when_noise_was_found(capsys):
+    noise = np.random.default_rng(0)
+    zovh_opt.minimize(
+        lambda x: float(x @ x) + 0.1 * noise.standard_normal(),
+        np.ones(10),
+        rng=0,
+        options={"maxfev": 600, "disp": True},
+    )
+    out = capsys.readouterr().out
+    assert "noise detected by nit 1" in out and "Standard error of fun" in out
+
+
+def stream(noisy, start=0):
+    """f with noise drawn from a fixed sequence, from its ``start``-th value on."""
+    draws, calls = np.random.default_rng(5).standard_normal(10_000), iter(range(start, 10_000))
+    scale = 1e-3 if noisy else 0.0
+    return lambda x: float(x @ x) + scale * draws[next(calls)]
+
+
+@pytest.mark.parametrize("pending", ["x0", "repeat"])
+def test_a_checkpoint_during_a_measurement_goes_on_as_the_run(pending, tmp_path):
+    """Saved with the measurement of x0 (a noisy f) or a repeat of the best point (after
+    iteration 4, a deterministic f) pending, the loaded run ends as the uninterrupted one."""
+    f = stream(noisy=pending == "x0")
+    opt = zovh_opt.Optimizer(np.ones(8), rng=0, options={"maxfev": 800})
+    target = 0 if pending == "x0" else 4
+    while not (opt.nit == target and opt._phase == "measure"):
+        opt.tell([f(p) for p in opt.ask()])
+    opt.ask()
+    opt.save(tmp_path / "run.npz")
+    loaded = zovh_opt.Optimizer.load(tmp_path / "run.npz")
+    results = []
+    for o in (opt, loaded):
+        g = stream(noisy=pending == "x0", start=o.nfev)
+        o.tell([g(p) for p in o.pending])
+        while not o.done:
+            o.tell([g(p) for p in o.ask()])
+        results.append(o.result())
+    assert np.array_equal(results[0].x, results[1].x) and results[0].fun == results[1].fun
+    assert results[0].nfev == results[1].nfev and results[0].message == results[1].message
+
+
+def test_the_monitor_caps_the_values_at_x0_by_the_budget():
+    monitor = NoiseMonitor("auto", True, None, start=np.zeros(3))
+    assert monitor.size() == 2
+    monitor.take([1.0, 2.0], room=13)  # noise; 13 + 2 evaluations pay for 5 at x0 and the end
+    assert monitor.detected and monitor.evaluations == 5 and monitor.size() == 3
+    deterministic = NoiseMonitor("auto", True, None, start=np.zeros(3))
+    deterministic.take([1.0, 1.0], room=100)
+    assert not deterministic.detected and deterministic.done and deterministic.std() == 0.0
+    failed = NoiseMonitor("auto", True, None, start=np.zeros(3))
+    failed.take([math.nan, 1.0], room=100)  # a failed value is no evidence of noise
+    assert not failed.detected
+
+
+def test_the_noise_floor_raises_the_radius_only_where_the_differences_are_noise():
+    control = StepSizeControl(dim=100, scale=10.0, ceiling=1.0)
+    control.step_length = 100.0  # far from the cap at 8 steps
+    control.noise_found(1.0)
+    level = control.level
+    for _ in range(NOISE_CHECKED):  # spread^2 = 1.5 sigma^2: the slope is half a deviation
+        raised = control.observe(math.sqrt(1.5), 1.0)
+    assert raised and control.level == level + 1 == control.floor
+    for _ in range(NOISE_CHECKED):  # spread^2 = 3 sigma^2: enough slope
+        assert not control.observe(math.sqrt(3.0), 1.0)
+    # the pairs' residuals show a misfit of 2.5 sigma^2: once their mean over this radius's
+    # batches exceeds 4 sigma^2, the radius halves
+    changed = [control.observe(math.sqrt(3.0), 6.0) for _ in range(4 * NOISE_CHECKED)]
+    assert any(changed) and control.level <= level
+
+
+def test_the_noise_floor_stays_within_8_steps():
+    control = StepSizeControl(dim=100, scale=10.0, ceiling=1.0)
+    control.noise_found(1.0)
+    ceiling = round(control._step_level()) + 3
+    for _ in range(20 * NOISE_CHECKED):  # pure noise: the radius goes up to the cap, no further
+        control.observe(1.0, 1.0)
+    assert control.level == ceiling
+
+
+def test_robust_statistics():
+    rng = np.random.default_rng(0)
+    normal = rng.standard_normal(100_000)
+    assert abs(_robust.scale(normal) - 1.0) < 0.02
+    clipped = _robust.clipped(normal)
+    assert np.mean(clipped != normal) < 0.004 and np.max(np.abs(clipped)) < 3.1
+    spiked = np.array([0.1, -0.2, 0.05, 1e9, -0.1, 0.15])
+    assert _robust.clipped(spiked).max() < 2.0
+    assert np.array_equal(_robust.clipped(np.ones(5)), np.ones(5))  # no spread: as they are
