@@ -1,13 +1,14 @@
-"""Whether the objective is noisy: repeated evaluations at ``x0`` before the first iteration.
+"""Whether the objective is noisy: repeated evaluations at ``x0`` and at the best point.
 
 A deterministic ``fun`` gives the same value at the same point, bit for bit; a noisy one does
-not. So a run measures ``x0`` before it iterates:
+not. So a run evaluates points again:
 
-- ``noisy="auto"`` (the default, with the step rule): ``x0`` twice. Equal values (or values
-  that failed) mean a deterministic objective, and the run ends as ``noisy=False`` does.
-  Different values mean noise: ``x0`` is measured until it has ``final_evaluations`` values
-  (10 by default, fewer where ``maxfev`` cannot pay for them), and the run goes on as with
-  ``noisy=True``;
+- ``noisy="auto"`` (the default, with the step rule): ``x0`` twice before the first iteration,
+  and the best point so far once more after iterations 4, 8, 16, ... (noise in a fraction of
+  the calls, outliers, can miss ``x0``'s two values). Equal values (or values that failed)
+  mean a deterministic objective, and the run ends as ``noisy=False`` does. Different values
+  mean noise: ``x0`` is measured until it has ``final_evaluations`` values (10 by default,
+  fewer where ``maxfev`` cannot pay for them), and the run goes on as with ``noisy=True``;
 - ``noisy=True``: ``x0`` ``final_evaluations`` times;
 - ``noisy=False``, and ``"auto"`` with a fixed learning rate (the paper's Algorithm 1, which
   must run as published): no measurement.
@@ -26,7 +27,7 @@ from typing import Any
 
 from ._backend import namespace_of
 
-__all__ = ["NoiseMonitor", "PROBE"]
+__all__ = ["NoiseMonitor", "PROBE", "measurements"]
 
 PROBE = 2  # values at x0 that tell a deterministic objective from a noisy one
 NOISY_EVALUATIONS = 10  # final_evaluations' default once the objective is noisy

@@ -153,7 +153,9 @@ class StepSizeControl:
         """The objective is noisy, with about this ``variance`` at ``x0``: from now on the
         floor of the radius follows the noise (`_noise_floor`)."""
         self.noisy = True
-        self.start_noise = self.noise_variance = variance
+        known = variance > 0  # else (outliers x0's values missed) the batches' bounds say
+        self.start_noise = variance if known else math.inf
+        self.noise_variance = variance if known else math.nan
         self.spread_squares = self.residuals = 0.0
         self.counted = self.drop = 0
 
@@ -176,7 +178,10 @@ class StepSizeControl:
         misfit does not raise it."""
         if math.isfinite(bound) and bound >= 0:
             sample = min(bound, self.start_noise)
-            self.noise_variance += NOISE_TRACKING * (sample - self.noise_variance)
+            if math.isnan(self.noise_variance):
+                self.noise_variance = sample
+            else:
+                self.noise_variance += NOISE_TRACKING * (sample - self.noise_variance)
         self.spread_squares += spread * spread
         self.residuals += bound if math.isfinite(bound) else 0.0
         self.counted += 1

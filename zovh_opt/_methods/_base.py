@@ -233,10 +233,11 @@ class AskTellMethod:
             mean = sum(listed) / n
             verdict = control.judge(self._f_estimate(values, mean))
             self._tell(values, direction=verdict is not False)  # an undone trial: no step
-            squares = sum((v - mean) * (v - mean) for v in listed)
-            spread = math.sqrt(squares / (n - 1)) if n > 1 else math.nan
             if self.robust:
                 spread = _robust.scale(values)
+            else:
+                squares = sum((v - mean) * (v - mean) for v in listed)
+                spread = math.sqrt(squares / (n - 1)) if n > 1 else math.nan
             noisy = control.observe(spread, self.noise_variance) and self._adapt_smoothing
             if noisy:  # the radius went back up: the kept queries and the direction go
                 self._set_smoothing(control.smoothing)
