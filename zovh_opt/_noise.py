@@ -26,22 +26,13 @@ import math
 from typing import Any
 
 from ._backend import namespace_of
+from ._returned_point import sample_std
 
 __all__ = ["NoiseMonitor", "PROBE", "measurements"]
 
 PROBE = 2  # values at x0 that tell a deterministic objective from a noisy one
 NOISY_EVALUATIONS = 10  # final_evaluations' default once the objective is noisy
 RECHECK_FROM = 4  # the best point is evaluated again after iterations 4, 8, 16, 32, ...
-
-
-def sample_std(values: list[float]) -> float:
-    """The sample standard deviation of the finite ``values`` (``nan`` below two)."""
-    finite = [v for v in values if math.isfinite(v)]
-    n = len(finite)
-    if n < 2:
-        return math.nan
-    mean = sum(finite) / n
-    return math.sqrt(sum((v - mean) * (v - mean) for v in finite) / (n - 1))
 
 
 def measurements(nit: int) -> int:

@@ -22,7 +22,7 @@ import math
 from collections.abc import Callable
 from typing import Any
 
-__all__ = ["ReturnedPoint", "finite_mean", "mean"]
+__all__ = ["ReturnedPoint", "finite_mean", "mean", "sample_std"]
 
 
 def mean(values: list[float]) -> float:
@@ -34,6 +34,16 @@ def finite_mean(values: list[float]) -> float:
     """The mean of the finite ``values``; ``inf`` when there is none (such a side loses)."""
     finite = [v for v in values if math.isfinite(v)]
     return mean(finite) if finite else math.inf
+
+
+def sample_std(values: list[float]) -> float:
+    """The sample standard deviation of the finite ``values`` (``nan`` below two)."""
+    finite = [v for v in values if math.isfinite(v)]
+    n = len(finite)
+    if n < 2:
+        return math.nan
+    mean = sum(finite) / n
+    return math.sqrt(sum((v - mean) * (v - mean) for v in finite) / (n - 1))
 
 
 class ReturnedPoint:
@@ -150,10 +160,8 @@ class ReturnedPoint:
         final = [v for v in self.final_values or () if math.isfinite(v)]  # NaN: missing
         value = finite_mean(final)
         if self.noisy and math.isfinite(value):
-            n = len(final)
-            spread = sum((v - value) * (v - value) for v in final) / max(n - 1, 1)
-            error = math.sqrt(spread / n) if n > 1 else math.nan
-            extra = {"fun_std_error": error, "noise_std": error * math.sqrt(n)}
+            std = sample_std(final)  # nan from one value
+            extra = {"fun_std_error": std / math.sqrt(len(final)), "noise_std": std}
             return self.final_point(0, iterate, to_user), value, extra
         extra = {"fun_std_error": math.nan, "noise_std": math.nan} if self.noisy else {}
         if self.best is None:

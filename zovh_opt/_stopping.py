@@ -170,7 +170,6 @@ class StoppingRules:
         off where noise hides the slope, which more evaluations still resolve."""
         for name in self.automatic:
             self.options[name] = None
-        self.x0_scale = None
 
     def length_scale(self, control: Any) -> float:
         """The length scale ``xtol`` multiplies: ``x0``'s, or the step rule's (``control``)."""

@@ -22,7 +22,52 @@ MAX_HISTORY = 10_000
 PAPER_SMOOTHING = PAPER_REGULARIZATION = 0.1
 
 
-class AskTellMethod:
+class PendingPoints:
+    """The points of a method's pending ask, made from its layout (`AskTellMethod`'s part
+    that turns directions into points): ``_layout`` gives ``(directions, scales,
+    with_center)``, and the points are ``x`` first when ``with_center``, then ``x + s * u``
+    for each ``s`` in ``scales`` and each row ``u``, all at once or one at a time, bit for bit
+    the same."""
+
+    def pending_points(self) -> Any:
+        """The points of the pending ``ask`` again, bit for bit, as a new array."""
+        directions, scales, center = self._pending_layout()
+        if not center and len(scales) == 1:
+            points = directions * scales[0]
+            points += self._x
+            return self.space.to_user(points)
+        n, first = directions.shape[0], int(center)
+        points = self.space.empty((first + n * len(scales), self.space.dim))
+        if center:
+            points[0, ...] = self._x
+        for j, scale in enumerate(scales):
+            rows = slice(first + j * n, first + (j + 1) * n)
+            points[rows, ...] = directions * scale
+            points[rows, ...] += self._x
+        return self.space.to_user(points)
+
+    def pending_point(self, i: int) -> Any:
+        """Row ``i`` of `pending_points`, bit for bit, as a new ``(d,)`` array."""
+        directions, scales, center = self._pending_layout()
+        if center and i == 0:
+            return self.space.to_user(self.xp.asarray(self._x, copy=True))
+        j, n = i - int(center), directions.shape[0]
+        row = directions[j % n, ...] * scales[j // n]
+        row += self._x
+        return self.space.to_user(row)
+
+    def _pending_layout(self) -> tuple[Any, tuple[float, ...], bool]:
+        """The pending points as ``(directions, scales, with_center)``: ``x`` first when
+        ``with_center``, then ``x + s * u`` for each ``s`` in ``scales`` and each row ``u``."""
+        if not self._asked:
+            raise RuntimeError("there is no pending ask")
+        return self._layout()
+
+    def _layout(self) -> tuple[Any, tuple[float, ...], bool]:
+        raise NotImplementedError
+
+
+class AskTellMethod(PendingPoints):
     """Base class of the optimizers: explicit state and one ``ask``/``tell`` step.
 
     ``ask()`` returns the points to evaluate as an ``(n_points, d)`` array in the namespace,
@@ -181,33 +226,6 @@ class AskTellMethod:
             raise RuntimeError("ask() was called twice without tell() in between")
         self._prepare()
         self._asked = True
-
-    def pending_points(self) -> Any:
-        """The points of the pending ``ask`` again, bit for bit, as a new array."""
-        directions, scales, center = self._pending_layout()
-        if not center and len(scales) == 1:
-            points = directions * scales[0]
-            points += self._x
-            return self.space.to_user(points)
-        n, first = directions.shape[0], int(center)
-        points = self.space.empty((first + n * len(scales), self.space.dim))
-        if center:
-            points[0, ...] = self._x
-        for j, scale in enumerate(scales):
-            rows = slice(first + j * n, first + (j + 1) * n)
-            points[rows, ...] = directions * scale
-            points[rows, ...] += self._x
-        return self.space.to_user(points)
-
-    def pending_point(self, i: int) -> Any:
-        """Row ``i`` of `pending_points`, bit for bit, as a new ``(d,)`` array."""
-        directions, scales, center = self._pending_layout()
-        if center and i == 0:
-            return self.space.to_user(self.xp.asarray(self._x, copy=True))
-        j, n = i - int(center), directions.shape[0]
-        row = directions[j % n, ...] * scales[j // n]
-        row += self._x
-        return self.space.to_user(row)
 
     def tell(self, values: Any) -> None:
         """Take the function values of the last ``ask`` and take one step.
@@ -419,16 +437,6 @@ class AskTellMethod:
 
     def _prepare(self) -> None:
         """Draw what the next ``ask`` needs."""
-        raise NotImplementedError
-
-    def _pending_layout(self) -> tuple[Any, tuple[float, ...], bool]:
-        """The pending points as ``(directions, scales, with_center)``: ``x`` first when
-        ``with_center``, then ``x + s * u`` for each ``s`` in ``scales`` and each row ``u``."""
-        if not self._asked:
-            raise RuntimeError("there is no pending ask")
-        return self._layout()
-
-    def _layout(self) -> tuple[Any, tuple[float, ...], bool]:
         raise NotImplementedError
 
     def _tell(self, values: Any, *, direction: bool = True) -> None:

@@ -203,8 +203,8 @@ class PreconditionedZoVH(ZoVH, GradientStepMethod, curvature="diagonal"):
             rows = self._whitened if self.directions == "vectors" else None
             kept = KeptPairs(self._rows[0], self.model.whitening, deltas, self._x, rows)
         if np.isfinite(r).all():
-            spread = _robust.scale(r) ** 2 if self.robust else float(r @ r) / (P - 1)
-            self.noise_variance = 2.0 * spread
+            if self.robust:  # the noise floor's bound (`StepSizeControl._noise_floor`)
+                self.noise_variance = 2.0 * _robust.scale(r) ** 2
             rows_kept = kept is not None and kept.rows is not None
             weights = r / mu / mu / (P - 1)
             self.model.learn(weights, self._drawn, self._whitened, in_place=not rows_kept)
