@@ -36,6 +36,7 @@ __all__ = [
     "STREAM_COLUMNS",
     "ArraySpace",
     "DirectionSource",
+    "RowStreams",
     "as_array",
     "gaussian_direction",
     "namespace_of",
@@ -48,6 +49,9 @@ _SEED_BOUND = 2**63 - 1
 # Columns per random stream of a CPU block. A span of this many columns of any block can be
 # drawn alone: the query history's passes over the directions run span by span in cache.
 STREAM_COLUMNS = 1 << 14
+# Columns per span when the curvature model's rows (`RowStreams`) are drawn on a GPU: a span
+# is a few kernel launches per row, so spans are longer there than in the CPU's cache.
+DEVICE_SPAN_COLUMNS = 1 << 20
 _NUMPY = array_api_compat.array_namespace(np.empty(0))
 
 
@@ -498,6 +502,10 @@ class DirectionSource:
                     gen.standard_normal(dtype=part.dtype, out=row)
         return out
 
+    def sfc64(self) -> np.random.Generator:
+        """The source's NumPy SFC64 generator, whose state the CPU streams set (one thread)."""
+        return self._sfc64 if self._sfc64 is not None else self._make_generator()
+
     def _make_generator(self) -> np.random.Generator:
         self._sfc64 = np.random.Generator(np.random.SFC64(0))
         self._sfc64_state = self._sfc64.bit_generator.state  # reused: cheaper than a new dict
@@ -521,6 +529,131 @@ class DirectionSource:
         bit_generator = self._sfc64.bit_generator
         bit_generator.state = state
         bit_generator.random_raw(12)
+
+
+class RowStreams:
+    """Rows ``rows`` of block ``block`` of a run, each drawn from a stream of its own.
+
+    The curvature model's directions (`zovh_opt._methods.zovh_preconditioned`) are drawn this
+    way, so that one direction can be drawn alone (a point for ``fun``) and a block can be
+    drawn again span of columns by span of columns (the passes of a step) without holding
+    it: row ``m`` of block ``b`` is a stream seeded from a SplitMix64 hash of the run's key
+    and ``(b, m)``, drawn from its first column on, ``width`` columns at a time. On the CPU
+    the stream is NumPy's SFC64 (drawing a row in one call or in spans gives the same bits);
+    for GPU arrays, and when ``rng`` was a ``torch.Generator``, that library's generator on
+    the array's device, always in spans of ``width`` columns, so that a held block and a
+    streamed one have the same bits.
+
+    Parameters
+    ----------
+    source : DirectionSource
+        The run's source (its key).
+    block : int
+        The block number.
+    rows : range
+        The rows: ``fill`` writes them in this order, ``row(i, ...)`` the ``i``-th.
+    space : ArraySpace
+        Where the rows live.
+    """
+
+    def __init__(self, source: DirectionSource, block: int, rows: range, space: ArraySpace) -> None:
+        if not (0 <= block < 2**40 and 0 <= rows.start and rows.stop <= 2**14):
+            raise ValueError(f"block {block} or rows {rows} out of range")
+        self.space, self._source = space, source
+        self.width = self.span_width(source, space)
+        self._words = [_splitmix64((1 << 63) | (block << 14) | m) for m in rows]
+        self._native = None  # the GPU library's generators, one a row, made by `fill`
+        if array_api_compat.is_cupy_namespace(space.user) or (
+            array_api_compat.is_torch_namespace(space.user) and not source.draws_spans(space)
+        ):
+            self._native = "cupy" if array_api_compat.is_cupy_namespace(space.user) else "torch"
+        self._states: list | None = None  # NumPy: each row's SFC64 state between spans
+
+    @staticmethod
+    def span_width(source: DirectionSource, space: ArraySpace) -> int:
+        """``width``: the columns of a span, `STREAM_COLUMNS` where NumPy draws (in cache),
+        `DEVICE_SPAN_COLUMNS` where the array library's own generator does (fewer launches)."""
+        torch_or_cupy = array_api_compat.is_torch_namespace(
+            space.user
+        ) or array_api_compat.is_cupy_namespace(space.user)
+        if torch_or_cupy and not source.draws_spans(space):
+            return DEVICE_SPAN_COLUMNS
+        return STREAM_COLUMNS
+
+    def row(self, i: int, out: Any) -> Any:
+        """The ``i``-th row from its first column, written into the contiguous ``(d,)`` array
+        ``out``."""
+        if self._native is None:
+            gen = self._numpy_generator(self._words[i])
+            if self.space.numpy:  # one call: the same bits as span after span
+                gen.standard_normal(dtype=out.dtype, out=out)
+                return out
+            for start in range(0, out.shape[0], self.width):
+                self._numpy_span(gen, out[start : start + self.width])
+            return out
+        gen = self._native_generator(self._words[i])
+        for start in range(0, out.shape[0], self.width):
+            self._native_span(gen, out[start : start + self.width])
+        return out
+
+    def fill(self, out: Any) -> Any:
+        """The next ``out.shape[1]`` columns of every row (at most ``width``), written into
+        the rows of ``out``, each contiguous."""
+        if self._native is not None:
+            if self._states is None:
+                self._states = [self._native_generator(h) for h in self._words]
+            for i, gen in enumerate(self._states):
+                self._native_span(gen, out[i, ...])
+            return out
+        if self._states is None:
+            self._states = []
+            for h in self._words:
+                self._numpy_generator(h)
+                self._states.append(self._source.sfc64().bit_generator.state)
+        gen = self._source.sfc64()
+        for i, state in enumerate(self._states):
+            gen.bit_generator.state = state
+            self._numpy_span(gen, out[i, ...])
+            self._states[i] = gen.bit_generator.state
+        return out
+
+    def _numpy_generator(self, h: int) -> np.random.Generator:
+        """The source's SFC64 generator at the start of the stream ``h`` (as
+        `DirectionSource._start_stream` seeds a block's stream)."""
+        gen, key = self._source.sfc64(), self._source.key
+        state = self._source._sfc64_state
+        state["state"]["state"][:] = (_splitmix64(key[0] ^ h), _splitmix64(key[1] ^ h), h, 1)
+        state["has_uint32"], state["uinteger"] = 0, 0
+        gen.bit_generator.state = state
+        gen.bit_generator.random_raw(12)
+        return gen
+
+    def _numpy_span(self, gen: np.random.Generator, out: Any) -> None:
+        if self.space.numpy:
+            gen.standard_normal(dtype=out.dtype, out=out)
+        else:  # array-api-strict
+            out[...] = self.space.xp.asarray(
+                gen.standard_normal(out.shape[0], dtype=np.dtype(self.space.dtype_name))
+            )
+
+    def _native_generator(self, h: int) -> Any:
+        seed = _splitmix64(self._source.key[0] ^ h) & _SEED_BOUND
+        if self._native == "cupy":
+            import cupy
+
+            with self.space.device:
+                return cupy.random.default_rng(seed)
+        import torch
+
+        gen = torch.Generator(device=self.space.device)
+        gen.manual_seed(seed)
+        return gen
+
+    def _native_span(self, gen: Any, out: Any) -> None:
+        if self._native == "cupy":
+            out[...] = gen.standard_normal(out.shape[0], dtype=out.dtype)
+        else:  # the compute array, or a CPU tensor's NumPy view
+            self.space.to_user(out).normal_(generator=gen)
 
 
 def _module_of(obj: Any) -> str:

@@ -12,6 +12,7 @@ import numpy as np
 from .. import _robust, estimators
 from .._backend import norm
 from .._curvature import DiagonalCurvature, DiagonalOperator
+from .._direction_block import DirectionBlock
 from .._step_size import INITIAL_STEP
 from ._base import GradientStepMethod
 from .zovh import PAPER_ONLY, ZoVH
@@ -21,6 +22,10 @@ from .zovh import PAPER_ONLY, ZoVH
 # 0.199, 0.210, 0.218, 0.221 of the triples with 1, 3, 4, 6, 8 (the docs' theory page); the
 # memory kept grows as N - 1.
 MODEL_HISTORY = 4
+
+# directions="auto" holds no direction from this dimension on (the docs' performance page:
+# the held directions' (N P + 8) d floats against the time of drawing them again)
+STREAM_MIN_DIMENSION = 1_000_000
 
 
 @dataclass
@@ -116,13 +121,20 @@ class PreconditionedZoVH(ZoVH, GradientStepMethod, curvature="diagonal"):
             self.n_directions = default_pairs(d)
         if self.history == "auto":
             self.history = MODEL_HISTORY
+        if self.directions == "auto":
+            self.directions = self.storage_for(d, self.n_directions, self.history, self.space)
         self._kept: list[KeptPairs] = []  # the latest first, at most history - 1
         self.model = self._new_model()
-        # the pending ask's drawn rows u_m and the points' directions (s * u_m)
-        self._drawn, self._whitened = None, None
-        # |u_m|^2 of the pending ask: on the device, then on the host when first needed
-        self._sq_norms, self._host_norms = None, None
+        self._row_layout = "rows"  # checkpoints written before 0.6: "block"
+        # |u_m|^2 of the pending ask's rows, on the host (nan: not drawn yet)
+        self._host_norms = None
         self._gradient_scale = None  # (s, c) that the direction was formed with, for `jac`
+
+    @classmethod
+    def storage_for(cls, dim: int, pairs: int, history: int, space: Any) -> str:
+        """``directions="auto"``: ``"seeds"`` (no direction held) from `STREAM_MIN_DIMENSION`
+        on, ``"vectors"`` below."""
+        return "seeds" if dim >= STREAM_MIN_DIMENSION else "vectors"
 
     @property
     def points_per_iteration(self) -> int:
@@ -134,22 +146,43 @@ class PreconditionedZoVH(ZoVH, GradientStepMethod, curvature="diagonal"):
         return INITIAL_STEP * self.scale
 
     def _prepare(self) -> None:
-        self._whiten(self._draw(self.n_directions))
+        self._rows = (block := self.source.next_block(), self._draw_rows(block, self.n_directions))
+        self._host_norms = np.full(self.n_directions, math.nan)
 
-    def _whiten(self, U: Any) -> None:
-        """Take the drawn rows ``U`` as the pending ask's: their squared norms, then ``U``
-        becomes ``s * U`` in place (the points' directions)."""
-        self._sq_norms = self.xp.vecdot(U, U)  # to the host at the tell, with the values
-        self._drawn = U
-        self._whitened = self.model.whiten(U)
+    def _draw_rows(self, block: int, n: int) -> DirectionBlock:
+        held = self.directions == "vectors" or self._row_layout == "block"
+        return DirectionBlock(
+            self.source, block, n, self.space, held=held, layout=self._row_layout
+        )
 
-    def _layout(self) -> tuple[Any, tuple[float, ...], bool]:
-        return self._whitened, (self.smoothing, -self.smoothing), False
+    def pending_point(self, i: int) -> Any:
+        """Point ``i`` of the pending ask: ``x + mu s u_m`` for ``i = m < P``, ``x - mu s u_m``
+        for ``i = P + m``; ``u_m`` drawn from its stream unless held."""
+        if not self._asked:
+            raise RuntimeError("there is no pending ask")
+        P = self.n_directions
+        m, sign = i % P, (self.smoothing, -self.smoothing)[i // P]
+        u = self._rows[1].row(m)
+        if math.isnan(self._host_norms[m]):
+            self._host_norms[m] = float(self.xp.vecdot(u, u))
+        s = self.model.whitening
+        w = u * s if s is not None else u
+        point = w * sign
+        point += self._x
+        return self.space.to_user(point)
 
-    def _norms(self) -> Any:
-        """``|u_m|^2`` of the pending ask on the host (one small copy per iteration)."""
-        if self._host_norms is None:
-            self._host_norms = self.space.to_host(self._sq_norms)
+    def pending_points(self) -> Any:
+        """The points of the pending ask, as a ``(2 P, d)`` array (`pending_point`'s rows)."""
+        points = self.space.empty((self.points_per_iteration, self.space.dim))
+        for i in range(self.points_per_iteration):
+            points[i, ...] = self.space.to_compute(self.pending_point(i))
+        return self.space.to_user(points)
+
+    def _norms(self) -> np.ndarray:
+        """``|u_m|^2`` of the pending ask on the host (rows not drawn yet drawn for it)."""
+        for m in np.flatnonzero(np.isnan(self._host_norms)).tolist():
+            u = self._rows[1].row(m)
+            self._host_norms[m] = float(self.xp.vecdot(u, u))
         return self._host_norms
 
     def _start(self, values: Any) -> None:
@@ -158,9 +191,17 @@ class PreconditionedZoVH(ZoVH, GradientStepMethod, curvature="diagonal"):
         P, d = self.n_directions, self.space.dim
         with np.errstate(over="ignore", invalid="ignore"):  # values too large: no start
             delta = (values[:P] - values[P:]) / (2 * self.smoothing)
-            length = norm(self.space.from_host(delta) @ self._whitened, self.xp)
+            length = self._combination_norm(delta)
         if math.isfinite(length) and length > 0:
             self.model.start(length / ((d + P + 1) * self._first_step))
+
+    def _combination_norm(self, coefficients: np.ndarray) -> float:
+        """``|sum_m a_m u_m|`` over the pending rows (the model has no shape yet: ``s = 1``)."""
+        a, total = self.space.from_host(coefficients), 0.0
+        for _, U in self._rows[1].spans():
+            part = a @ U
+            total += float(self.xp.vecdot(part, part))
+        return math.sqrt(total)
 
     def _f_estimate(self, values: Any, mean: float) -> float:
         if not self.model.ready:
@@ -195,46 +236,114 @@ class PreconditionedZoVH(ZoVH, GradientStepMethod, curvature="diagonal"):
         if not usable:
             direction = False
             self._direction = None
-        if direction:
-            self._direction, M = self._newton_step(deltas, c)
-            self._gradient_scale = (self.model.snapshot, c, M)
-        kept = None
-        if usable and self.history > 1:
-            rows = self._whitened if self.directions == "vectors" else None
-            kept = KeptPairs(self._rows[0], self.model.whitening, deltas, self._x, rows)
+        weights = None
         if np.isfinite(r).all():
             if self.robust:  # the noise floor's bound (`StepSizeControl._noise_floor`)
                 self.noise_variance = 2.0 * _robust.scale(r) ** 2
-            rows_kept = kept is not None and kept.rows is not None
             weights = r / mu / mu / (P - 1)
-            self.model.learn(weights, self._drawn, self._whitened, in_place=not rows_kept)
+        kept = None
+        if usable and self.history > 1:
+            kept = self._keep(deltas)
+        step = self._step_and_learn(deltas if direction else None, c, weights)
+        if direction:
+            self._direction, M = step
+            self._gradient_scale = (self.model.snapshot, c, M)
         if kept is not None:
             self._kept.insert(0, kept)
             del self._kept[self.history - 1 :]
         self._clear_pending()
 
-    def _newton_step(self, deltas: np.ndarray, c: float) -> tuple[Any, int]:
-        """The step of item 2 (class docstring) and its number of pairs ``M``."""
-        P, d = self.n_directions, self.space.dim
-        M = P * (1 + len(self._kept))
-        scale = c * (d + M + 1)
-        step = self.space.from_host(deltas / scale) @ self._whitened
-        move = self.model.transport() if self._kept else None
-        for kept in self._kept:
-            rows = self._kept_rows(kept)
-            moved = move(rows, self.space.from_host(kept.deltas), self._x - kept.centre)
-            step += (moved / scale) @ rows
-        return step, M
+    def _keep(self, deltas: np.ndarray) -> KeptPairs:
+        """The pending pairs as an earlier iteration's for the next steps (before `learn`)."""
+        block, rows = self._rows
+        held = rows if self.directions == "vectors" else None
+        return KeptPairs(block, self.model.whitening, deltas, self._x, held)
 
-    def _kept_rows(self, kept: KeptPairs) -> Any:
-        """The points' directions of a kept iteration (drawn again with seeds storage)."""
+    def _step_and_learn(
+        self, deltas: np.ndarray | None, c: float, weights: np.ndarray | None
+    ) -> tuple[Any, int] | None:
+        r"""The step of item 2 (class docstring) for the pending pairs' ``deltas`` and its
+        number of pairs ``M`` (None without ``deltas``); and the model's update from the pair
+        ``weights`` (none without), in one pass over the rows, span by span:
+        :math:`p = \frac{1}{c (d + M + 1)} \sum_b s_b \circ \sum_m \delta'_{bm} u_{bm}`
+        and :math:`e = \sum_m w_m u_m^2`."""
+        P, d = self.n_directions, self.space.dim
+        blocks, coefficients, M = [], [], P * (1 + len(self._kept))
+        if deltas is not None:
+            scale = c * (d + M + 1)
+            blocks.append((self._rows[1], self.model.whitening))
+            coefficients.append(self.space.from_host(deltas / scale))
+            moved = self._moved_differences()
+            for kept, delta in zip(self._kept, moved, strict=True):
+                blocks.append((self._kept_block(kept), kept.whitening))
+                coefficients.append(self.space.from_host(delta / scale))
+        learn = weights is not None
+        if not blocks and not learn:
+            return None
+        if not blocks:
+            blocks.append((self._rows[1], None))
+        step = self.space.empty((d,)) if deltas is not None else None
+        error = self.space.empty((d,)) if learn else None
+        w = self.space.from_host(weights) if learn else None
+        for spans in zip(*(b.spans() for b, _ in blocks), strict=True):
+            columns = spans[0][0]
+            if step is not None:
+                total = None
+                for (_, s), (_, U), a in zip(blocks, spans, coefficients, strict=True):
+                    part = a @ U
+                    if s is not None:
+                        part *= s[columns]
+                    if total is None:
+                        total = part
+                    else:
+                        total += part
+                step[columns] = total
+            if learn:
+                U = spans[0][1]
+                error[columns] = w @ (U * U)
+        if learn:
+            self.model.update(error)
+        return None if step is None else (step, M)
+
+    def _moved_differences(self) -> list[np.ndarray]:
+        r"""The kept iterations' central differences moved to ``x`` with the model
+        (`zovh_opt.estimators.transported_differences`):
+        :math:`\delta_{bm} + u_{bm}^T (s_b \circ h \circ (x - x_b))`, ``h = c / s^2``, one
+        pass over the kept rows, span by span (host float64)."""
+        if not self._kept:
+            return []
+        s, c = self.model.whitening, self.model.curvature
+        sums = [None] * len(self._kept)
+        blocks = [self._kept_block(k) for k in self._kept]
+        for spans in zip(*(b.spans() for b in blocks), strict=True):
+            columns = spans[0][0]
+            h = c / (s[columns] * s[columns]) if s is not None else None
+            for j, (kept, (_, U)) in enumerate(zip(self._kept, spans, strict=True)):
+                v = self._x[columns] - kept.centre[columns]
+                if h is not None:
+                    v *= h
+                else:
+                    v *= c
+                if kept.whitening is not None:
+                    v *= kept.whitening[columns]
+                part = U @ v
+                if sums[j] is None:
+                    sums[j] = part
+                else:
+                    sums[j] += part
+        return [k.deltas + self.space.to_host(a) for k, a in zip(self._kept, sums, strict=True)]
+
+    def _kept_block(self, kept: KeptPairs) -> DirectionBlock:
+        """The rows of a kept iteration: held, or drawn again from their streams."""
         if kept.rows is not None:
             return kept.rows
-        return self.model.whiten(self._draw_rows(kept.block, self.n_directions), kept.whitening)
+        return DirectionBlock(
+            self.source, kept.block, self.n_directions, self.space, held=False,
+            layout=self._row_layout,
+        )
 
     def _clear_pending(self) -> None:
-        self._drawn, self._whitened = None, None
-        self._sq_norms, self._host_norms = None, None
+        self._host_norms = None
 
     def discard(self) -> None:
         super().discard()
@@ -277,19 +386,26 @@ class PreconditionedZoVH(ZoVH, GradientStepMethod, curvature="diagonal"):
             "gradient_whitening": None if scale is None else scale[0],
             "gradient_curvature": math.nan if scale is None else scale[1],
             "gradient_pairs": 0 if scale is None else scale[2],
+            "row_layout": self._row_layout,
+            "pending_norms": self._host_norms,
             "kept": [
                 {
                     "block": k.block,
                     "whitening": k.whitening,
                     "deltas": k.deltas,
                     "centre": k.centre,
-                    "rows": k.rows,
+                    "rows": self._kept_rows_state(k),
                 }
                 for k in self._kept
             ],
         }
 
+    def _kept_rows_state(self, kept: KeptPairs) -> Any:
+        return None if kept.rows is None else kept.rows.rows
+
     def load_state(self, state: dict[str, Any]) -> None:
+        # before 0.6 the directions were drawn a block at a time, and kept rows were whitened
+        self._row_layout = state.get("row_layout", "block")
         super().load_state(state)
         self.model.load_state(state["model"])
         whitening = self._model_array(state["gradient_whitening"])
@@ -303,17 +419,31 @@ class PreconditionedZoVH(ZoVH, GradientStepMethod, curvature="diagonal"):
                 raise ValueError(f"a kept iteration must hold {P} pairs in d = {d}")
             if (rows is None) != (self.directions == "seeds"):
                 raise ValueError("the kept pairs and the directions storage disagree")
+            kept_whitening = self._model_array(k["whitening"])
+            rows = None if rows is None else self.space.from_numpy(rows)
             self._kept.append(
                 KeptPairs(
                     int(k["block"]),
-                    self._model_array(k["whitening"]),
+                    kept_whitening,
                     deltas,
                     self._vector(k["centre"]),
-                    None if rows is None else self.space.from_numpy(rows),
+                    self._loaded_rows(int(k["block"]), rows, kept_whitening),
                 )
             )
         if len(self._kept) >= self.history:
             raise ValueError(f"history={self.history} keeps at most {self.history - 1} iterations")
         self._clear_pending()
-        if self._rows is not None:  # a pending ask, its rows drawn again: its points again
-            self._whiten(self._rows[1])
+        if self._rows is not None:
+            norms = state.get("pending_norms")
+            self._host_norms = np.full(P, math.nan) if norms is None else np.array(norms, float)
+
+    def _loaded_rows(self, block: int, rows: Any, whitening: Any) -> Any:
+        """A checkpoint's held rows of a kept iteration (whitened before 0.6: unwhitened)."""
+        if rows is None:
+            return None
+        if self._row_layout == "block" and whitening is not None:
+            rows = rows / whitening
+        return DirectionBlock(
+            self.source, block, self.n_directions, self.space, held=True, rows=rows,
+            layout=self._row_layout,
+        )
