@@ -10,7 +10,8 @@ import pytest
 
 import zovh_opt
 from zovh_opt._methods.zovh_paper import PaperZoVH
-from zovh_opt._methods.zovh_preconditioned import PreconditionedZoVH, default_pairs
+from zovh_opt import ZoVH
+from zovh_opt._methods.zovh_preconditioned import default_pairs
 from zovh_opt._noise import PROBE, measurements  # x0's and the best point's values
 from zovh_opt.problems import rosenbrock
 
@@ -277,16 +278,17 @@ def test_discard_drops_the_pending_ask_and_counts_what_it_evaluated():
 
 def test_ctrl_c_in_the_first_ask_returns_the_start():
     """0.1.0 raised UnboundLocalError (Ctrl-C while the first directions were drawn)."""
-    original = PreconditionedZoVH._prepare  # the default's
+    default = type(ZoVH(np.ones(D)))
+    original = default._prepare
 
     def interrupted(self):
         raise KeyboardInterrupt
 
-    PreconditionedZoVH._prepare = interrupted
+    default._prepare = interrupted
     try:
         res = zovh_opt.minimize(lambda x: float(x @ x), np.ones(D), rng=0)
     finally:
-        PreconditionedZoVH._prepare = original
+        default._prepare = original
     assert res.status == 6 and res.nfev == PROBE and res.nit == 0  # x0 was measured
     assert np.array_equal(res.x, np.ones(D)) and res.fun == D
 

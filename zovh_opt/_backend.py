@@ -588,12 +588,13 @@ class RowStreams:
             if self.space.numpy:  # one call: the same bits as span after span
                 gen.standard_normal(dtype=out.dtype, out=out)
                 return out
-            for start in range(0, out.shape[0], self.width):
-                self._numpy_span(gen, out[start : start + self.width])
+            n = out.shape[0]
+            for start in range(0, n, self.width):
+                self._numpy_span(gen, out[start : min(start + self.width, n)])
             return out
-        gen = self._native_generator(self._words[i])
-        for start in range(0, out.shape[0], self.width):
-            self._native_span(gen, out[start : start + self.width])
+        gen, n = self._native_generator(self._words[i]), out.shape[0]
+        for start in range(0, n, self.width):
+            self._native_span(gen, out[start : min(start + self.width, n)])
         return out
 
     def fill(self, out: Any) -> Any:

@@ -73,7 +73,9 @@ class DirectionBlock:
         contiguous scratch (the same array each time: use it before the next span)."""
         space, (n, d) = self._space, self.shape
         rows = self.rows if self.rows is not None or self.layout == "rows" else self._draw_all()
-        streams = None if rows is not None else RowStreams(self._source, self.block, range(n), space)
+        streams = None
+        if rows is None:
+            streams = RowStreams(self._source, self.block, range(n), space)
         width = RowStreams.span_width(self._source, space)
         scratch = space.empty((n, min(width, d)))
         for start in range(0, d, width):

@@ -70,7 +70,7 @@ class ZoVH(AskTellMethod):
         "regularization": Option("auto", positive_or_auto),
         "product": Option("shared", one_of("shared", "decoupled")),
         "inverse": Option("diagonal", one_of("diagonal", "exact")),
-        "directions": Option("vectors", one_of(*STORAGES)),
+        "directions": Option("auto", one_of("auto", *STORAGES)),
     }
 
     # the iterations, by the value of ``curvature`` they run (filled by their subclassing)

@@ -2,10 +2,7 @@
 
 from __future__ import annotations
 
-import math
 from typing import Any
-
-import numpy as np
 
 from .._backend import norm
 from .._full_curvature import FullCurvature
@@ -65,21 +62,21 @@ class FullCurvatureZoVH(PreconditionedZoVH, curvature="full"):
     def _layout(self) -> tuple[Any, tuple[float, ...], bool]:
         return self._whitened, (self.smoothing, -self.smoothing), False
 
-    def _norms(self) -> np.ndarray:
+    def _norms(self) -> Any:
         """``|u_m|^2`` of the pending ask on the host (one small copy per iteration)."""
         if self._host_norms is None:
             self._host_norms = self.space.to_host(self._sq_norms)
         return self._host_norms
 
-    def _combination_norm(self, coefficients: np.ndarray) -> float:
+    def _combination_norm(self, coefficients: Any) -> float:
         return norm(self.space.from_host(coefficients) @ self._whitened, self.xp)
 
-    def _keep(self, deltas: np.ndarray) -> KeptPairs:
+    def _keep(self, deltas: Any) -> KeptPairs:
         rows = self._whitened if self.directions == "vectors" else None
         return KeptPairs(self._rows[0], self.model.whitening, deltas, self._x, rows)
 
     def _step_and_learn(
-        self, deltas: np.ndarray | None, c: float, weights: np.ndarray | None
+        self, deltas: Any | None, c: float, weights: Any | None
     ) -> tuple[Any, int] | None:
         """The Newton step (``M`` pairs) as `PreconditionedZoVH`'s, with matrix products over
         the held rows, then the model's update from the pair ``weights``."""
@@ -89,7 +86,7 @@ class FullCurvatureZoVH(PreconditionedZoVH, curvature="full"):
             self.model.learn(weights, self._drawn, self._whitened, in_place=not rows_kept)
         return step
 
-    def _newton_step(self, deltas: np.ndarray, c: float) -> tuple[Any, int]:
+    def _newton_step(self, deltas: Any, c: float) -> tuple[Any, int]:
         P, d = self.n_directions, self.space.dim
         M = P * (1 + len(self._kept))
         scale = c * (d + M + 1)

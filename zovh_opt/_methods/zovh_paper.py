@@ -102,6 +102,8 @@ class PaperZoVH(ReusesQueries, ZoVH, curvature="off"):
             self.regularization = math.nan if self._auto_lambda else PAPER_REGULARIZATION
         # of the latest direction, in history order (host); used by the step of the same tell
         self._coefficients = None
+        if self.directions == "auto":  # the paper's iteration holds N K directions: 16 d
+            self.directions = "vectors"
         self.queries = QueryHistory(
             self.space, self.source, self.history, self.points_per_iteration, self.directions
         )

@@ -10,7 +10,6 @@ from typing import Any
 import numpy as np
 
 from .. import _robust, estimators
-from .._backend import norm
 from .._curvature import DiagonalCurvature, DiagonalOperator
 from .._direction_block import DirectionBlock
 from .._step_size import INITIAL_STEP
@@ -244,10 +243,11 @@ class PreconditionedZoVH(ZoVH, GradientStepMethod, curvature="diagonal"):
         kept = None
         if usable and self.history > 1:
             kept = self._keep(deltas)
+        snapshot = self.model.snapshot  # the whitening of the step, before the model learns
         step = self._step_and_learn(deltas if direction else None, c, weights)
         if direction:
             self._direction, M = step
-            self._gradient_scale = (self.model.snapshot, c, M)
+            self._gradient_scale = (snapshot, c, M)
         if kept is not None:
             self._kept.insert(0, kept)
             del self._kept[self.history - 1 :]
