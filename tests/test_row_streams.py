@@ -1,0 +1,70 @@
+"""The diagonal model's directions as row streams: held or drawn again, the same run."""
+
+from __future__ import annotations
+
+import tracemalloc
+
+import numpy as np
+import pytest
+
+import zovh_opt
+from zovh_opt import ZoVH
+from zovh_opt._backend import STREAM_COLUMNS, ArraySpace, DirectionSource, RowStreams
+from zovh_opt._methods.zovh_preconditioned import STREAM_MIN_DIMENSION, default_pairs
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_a_row_drawn_whole_has_the_bits_it_has_span_by_span(dtype):
+    d = 2 * STREAM_COLUMNS + 5
+    space, source = ArraySpace(np.zeros(d, dtype=dtype)), DirectionSource(4)
+    whole = np.empty((3, d), dtype=dtype)
+    streams = RowStreams(source, 7, range(3), space)
+    for m in range(3):
+        streams.row(m, whole[m])
+    spans = np.empty((3, d), dtype=dtype)
+    streams = RowStreams(source, 7, range(3), space)
+    for start in range(0, d, STREAM_COLUMNS):
+        part = np.empty((3, min(STREAM_COLUMNS, d - start)), dtype=dtype)
+        spans[:, start : start + part.shape[1]] = streams.fill(part)
+    assert np.array_equal(whole, spans)
+    alone = RowStreams(source, 7, range(2, 3), space).row(0, np.empty(d, dtype=dtype))
+    assert np.array_equal(alone, whole[2])  # a row depends on its block and number only
+    other = RowStreams(source, 8, range(3), space).row(2, np.empty(d, dtype=dtype))
+    assert abs(np.corrcoef(other, whole[2])[0, 1]) < 5 / np.sqrt(d)
+    assert abs(np.corrcoef(whole[0], whole[1])[0, 1]) < 5 / np.sqrt(d)
+    assert abs(whole.std() - 1) < 5 / np.sqrt(2 * whole.size)
+
+
+def test_auto_holds_no_direction_from_a_million_coordinates():
+    assert ZoVH(np.zeros(STREAM_MIN_DIMENSION - 1)).directions == "vectors"
+    assert ZoVH(np.zeros(STREAM_MIN_DIMENSION)).directions == "seeds"
+    assert ZoVH(np.zeros(STREAM_MIN_DIMENSION), curvature="off").directions == "vectors"
+
+
+def test_the_default_at_1e5_is_the_held_run_bit_for_bit():
+    """The default (the diagonal model, 19 pairs, the pairs of 3 earlier iterations reused)
+    with every direction drawn again when used, against the held directions."""
+    x0 = np.linspace(-1, 1, 100_000)
+    f = lambda x: float(x @ x + 0.1 * np.sum(x[1:] * x[:-1]))  # noqa: E731
+    opts = {"maxiter": 12}
+    held = zovh_opt.minimize(f, x0, rng=1, options={**opts, "directions": "vectors"})
+    drawn = zovh_opt.minimize(f, x0, rng=1, options={**opts, "directions": "seeds"})
+    assert held.nfev == drawn.nfev > 12 * 38 and held.fun < f(x0)
+    assert np.array_equal(held.x, drawn.x) and held.fun == drawn.fun
+    assert np.array_equal(held.jac, drawn.jac)
+
+
+def test_without_held_directions_the_peak_is_a_small_multiple_of_d():
+    """The model's vectors (its shape and whitening, the iterate, the step rule's centre, the
+    step, the best point, the centres and whitenings of 3 kept iterations), one point and
+    one direction at a time, and a span scratch of 4 x 20 x 2**14 numbers (4.4 d here)."""
+    d = 300_000
+    x0 = np.ones(d)
+    tracemalloc.start()
+    try:
+        options = {"maxiter": 5, "directions": "seeds"}
+        res = zovh_opt.minimize(lambda x: float(x @ x), x0, rng=0, options=options)
+        peak = tracemalloc.get_traced_memory()[1] / x0.nbytes
+    finally:
+        tracemalloc.stop()
+    assert res.nfev == 5 * 2 * default_pairs(d) + 4 and peak <= 24, peak
