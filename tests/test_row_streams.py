@@ -10,7 +10,7 @@ import pytest
 import zovh_opt
 from zovh_opt import ZoVH
 from zovh_opt._backend import STREAM_COLUMNS, ArraySpace, DirectionSource, RowStreams
-from zovh_opt._methods.zovh_preconditioned import STREAM_MIN_DIMENSION, default_pairs
+from zovh_opt._methods.zovh_preconditioned import default_pairs
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
@@ -35,10 +35,13 @@ def test_a_row_drawn_whole_has_the_bits_it_has_span_by_span(dtype):
     assert abs(whole.std() - 1) < 5 / np.sqrt(2 * whole.size)
 
 
-def test_auto_holds_no_direction_from_a_million_coordinates():
-    assert ZoVH(np.zeros(STREAM_MIN_DIMENSION - 1)).directions == "vectors"
-    assert ZoVH(np.zeros(STREAM_MIN_DIMENSION)).directions == "seeds"
-    assert ZoVH(np.zeros(STREAM_MIN_DIMENSION), curvature="off").directions == "vectors"
+def test_auto_holds_no_direction_where_they_would_take_more_than_a_gibibyte():
+    """(4 P + 14) d floats: 0.82 GB at d = 1e6 (P = 22) in float64, 1.7 GB at 2e6 (P = 23),
+    and in float32 0.85 GB at 2e6."""
+    assert ZoVH(np.zeros(10**6)).directions == "vectors"
+    assert ZoVH(np.zeros(2 * 10**6)).directions == "seeds"
+    assert ZoVH(np.zeros(2 * 10**6, dtype=np.float32)).directions == "vectors"
+    assert ZoVH(np.zeros(2 * 10**6), curvature="off").directions == "vectors"
 
 
 def test_the_default_at_1e5_is_the_held_run_bit_for_bit():

@@ -22,9 +22,11 @@ from .zovh import PAPER_ONLY, ZoVH
 # memory kept grows as N - 1.
 MODEL_HISTORY = 4
 
-# directions="auto" holds no direction from this dimension on (the docs' performance page:
-# the held directions' (N P + 8) d floats against the time of drawing them again)
-STREAM_MIN_DIMENSION = 1_000_000
+# directions="auto" holds no direction where the held ones would take more than this many
+# bytes: (N P + 14) d floats at the peak (d = 1.3e6 in float64 at the default P and N). Drawing
+# them again costs 1.7-2.1x the held iteration's own time per evaluation at d = 1e6 (the docs'
+# performance page), where the held peak is 0.8 GB.
+STREAM_ABOVE_BYTES = 2**30
 
 
 @dataclass
@@ -131,9 +133,11 @@ class PreconditionedZoVH(ZoVH, GradientStepMethod, curvature="diagonal"):
 
     @classmethod
     def storage_for(cls, dim: int, pairs: int, history: int, space: Any) -> str:
-        """``directions="auto"``: ``"seeds"`` (no direction held) from `STREAM_MIN_DIMENSION`
-        on, ``"vectors"`` below."""
-        return "seeds" if dim >= STREAM_MIN_DIMENSION else "vectors"
+        """``directions="auto"``: ``"seeds"`` (no direction held) where the held directions'
+        peak, ``(N P + 14) d`` floats, would exceed `STREAM_ABOVE_BYTES`; else ``"vectors"``."""
+        itemsize = 4 if space.dtype_name == "float32" else 8
+        held = (history * pairs + 14) * dim * itemsize
+        return "seeds" if held > STREAM_ABOVE_BYTES else "vectors"
 
     @property
     def points_per_iteration(self) -> int:
