@@ -205,15 +205,20 @@ def minimize(
     inverse : {"diagonal", "exact"}, default "diagonal" (``"zovh"``)
         Diagonal-Gram approximation (eq. (15)) or exact Woodbury inverse (eq.
         (14)) through an ``M x M`` solve.
-    directions : {"vectors", "seeds"}, default "vectors" (``"zovh"``, ``"zoar"``)
-        Keep the ``N K`` history directions in one ``(N K, d)`` ring buffer, or only the block
-        numbers of the run's counter-based generator and draw them again when needed
-        (``O(N K)`` numbers plus the ``K`` directions of the newest iteration, at the price of
-        drawing the ``(N - 1) K`` older ones again every iteration: twice on a GPU, once on
-        the CPU, where the step and the next block share one pass). With the curvature model,
-        the ``(N - 1) P`` directions of the earlier iterations, drawn again once per iteration
-        (their centres and whitenings, ``2 (N - 1) d`` floats, are kept). Both give
-        bit-identical runs.
+    directions : {"auto", "vectors", "seeds"}, default "auto" (``"zovh"``; ``"zoar"``: "vectors")
+        Keep the directions, or only their block numbers in the run's counter-based
+        generator and draw them again when needed. Both give bit-identical runs. The paper's
+        iteration (``"auto"``: ``"vectors"``) keeps the ``N K`` history directions in one
+        ``(N K, d)`` ring buffer; ``"seeds"`` keeps ``O(N K)`` numbers plus the ``K``
+        directions of the newest iteration and draws the ``(N - 1) K`` older ones again
+        every iteration (twice on a GPU, once on the CPU, where the step and the next block
+        share one pass). The diagonal curvature model holds ``N P`` directions (about
+        ``(N P + 14) d`` floats at its peak) with ``"vectors"``; with ``"seeds"`` none: each
+        point draws its one direction, and each step draws the ``N P`` directions again
+        span of columns by span of columns (about 15 d floats at its peak, 1.7-2.1 times the
+        held iteration's own time at ``d = 10^6``). ``"auto"`` chooses ``"seeds"`` where the
+        held directions would take more than 1 GiB (``d > 1.3e6`` in float64 at the
+        defaults). The full model holds its ``P`` new directions either way.
     maxfev : int, default 1000 d
         Maximum number of function evaluations, the final ones included. ``maxfun``, the
         name SciPy's L-BFGS-B and TNC use, is read as ``maxfev``. The default is SciPy's

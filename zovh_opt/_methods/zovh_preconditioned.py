@@ -86,13 +86,17 @@ class PreconditionedZoVH(ZoVH, GradientStepMethod, curvature="diagonal"):
     were. The step rule judges a trial by the batch mean less the model's smoothing bias
     :math:`\frac{\mu^2}{2} c \overline{\|u\|^2}`.
 
-    Costs per iteration: the draw, the norms, the whitening, the points, the direction over
-    ``N P`` rows, the squared directions and their weighted sum, each ``O(P d)`` (the
-    direction ``O(N P d)``). Memory: the ``P`` directions, their squares, and about 8 vectors
-    of ``d`` besides the ``2 P`` points; across iterations the model and the ``N - 1`` earlier
-    iterations' ``P`` directions, centres and whitenings, ``(N - 1)(P + 2) d`` floats. With
-    ``directions="seeds"`` their directions are drawn again when used (``(N - 1) P`` rows
-    per iteration), ``2 (N - 1) d`` floats kept; the run is the same.
+    The directions are rows of their own random streams (`zovh_opt._direction_block`): a
+    point draws its one direction, and the step's two passes (the kept pairs' inner products
+    for the move to ``x``; the step and the model's update) run span of columns by span of
+    columns over the ``N P`` rows. Costs per iteration: the ``2 P`` points, the norms, and
+    the passes over ``N P`` rows, ``O(N P d)``. Memory with ``directions="vectors"``: the
+    ``N P`` directions (the pending block and the kept iterations'), about ``(N P + 14) d``
+    floats at the peak; with ``"seeds"`` (``"auto"`` where those would exceed 1 GiB) none
+    of them: each point draws its direction (twice a pair) and the passes draw the kept rows
+    twice and the new ones once, ``(2 N + 1) P`` rows of ``d`` numbers per iteration where
+    the held path draws ``P``; the model, the iterate, the step and the kept centres and
+    whitenings are about 15 ``d`` floats at the peak. The run is the same, bit for bit.
     ``history=1`` is the iteration without reuse.
 
     ``jac`` is the latest gradient estimate :math:`\hat g_z / s`, ``hess_inv`` the model's
