@@ -195,3 +195,14 @@ def test_model_cost_quick(tmp_path):
     for row in data.values():
         assert set(row) == {"zovh full", "zovh diagonal", "CMA-ES (pycma)"}
         assert all(math.isfinite(v) for v in row.values())
+
+
+def test_memory_quick(tmp_path):
+    """Both storages run the same run (checked by the command), and the streamed one peaks
+    lower; the times are the report's."""
+    data = quick("memory", tmp_path)["data"]
+    assert sorted(data) == ["20000", "50000"]
+    for row in data.values():
+        assert row["seeds"]["peak"] < row["vectors"]["peak"] and row["auto"] == "vectors"
+        times = row["vectors"]["own_us"] + row["seeds"]["own_us"]
+        assert all(math.isfinite(t) and t > 0 for t in times)

@@ -108,7 +108,7 @@ def test_zovh_history_is_bounded_by_its_host_algebra():
         ({"ftarget": "low"}, TypeError, "ftarget must be a finite number"),
         ({"product": "both"}, ValueError, "product must be one of 'shared', 'decoupled'"),
         ({"inverse": "dense"}, ValueError, "inverse must be one of 'diagonal', 'exact'"),
-        ({"directions": "disk"}, ValueError, "directions must be one of 'auto', 'vectors', 'seeds'"),
+        ({"directions": "disk"}, ValueError, "directions must be one of 'auto', 'vectors'"),
         ({"noisy": "yes"}, TypeError, "noisy must be True, False or 'auto'"),
         ({"progress": 2}, TypeError, "progress must be True or False"),
         ({"disp": -1}, ValueError, r"disp must be an integer in \[0, "),

@@ -10,6 +10,7 @@ from . import (
     coco,
     curvature,
     hessian_error,
+    memory,
     model_cost,
     noise,
     peers,
@@ -32,6 +33,7 @@ COMMANDS = {
     "curvature": curvature,
     "model-cost": model_cost,
     "noise": noise,
+    "memory": memory,
 }
 
 
