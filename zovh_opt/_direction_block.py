@@ -34,6 +34,8 @@ class DirectionBlock:
     layout : {"rows", "block"}
         ``"rows"``: a stream per row. ``"block"``: the layout of checkpoints written before
         0.6, one stream per span of all rows (`DirectionSource.draw`), drawn whole when used.
+    out : array, optional
+        An ``(n, d)`` array no longer used, to draw held rows into.
     """
 
     def __init__(
@@ -46,13 +48,15 @@ class DirectionBlock:
         held: bool,
         rows: Any = None,
         layout: str = "rows",
+        out: Any = None,
     ) -> None:
         self.block, self.shape = int(block), (int(n), space.dim)
         self.layout = layout
         self._source, self._space = source, space
         self.rows = rows
         if held and rows is None:
-            self.rows = self._draw_all()
+            usable = out is not None and tuple(out.shape) == self.shape and layout == "rows"
+            self.rows = self._draw_all(out if usable else None)
 
     @property
     def held(self) -> bool:
@@ -87,11 +91,11 @@ class DirectionBlock:
                 U[...] = rows[:, columns]
             yield columns, U
 
-    def _draw_all(self) -> Any:
+    def _draw_all(self, out: Any = None) -> Any:
         space, (n, d) = self._space, self.shape
         if self.layout == "block":
             return self._source.draw(self.block, n, space)
-        out = space.empty((n, d))
+        out = space.empty((n, d)) if out is None else out
         streams = RowStreams(self._source, self.block, range(n), space)
         for m in range(n):
             streams.row(m, out[m, ...])

@@ -134,6 +134,7 @@ class PreconditionedZoVH(ZoVH, GradientStepMethod, curvature="diagonal"):
         # |u_m|^2 of the pending ask's rows, on the host (nan: not drawn yet)
         self._host_norms = None
         self._gradient_scale = None  # (s, c) that the direction was formed with, for `jac`
+        self._spare = None  # held rows no longer used, to draw the next block into
 
     @classmethod
     def storage_for(cls, dim: int, pairs: int, history: int, space: Any) -> str:
@@ -258,7 +259,11 @@ class PreconditionedZoVH(ZoVH, GradientStepMethod, curvature="diagonal"):
             self._gradient_scale = (snapshot, c, M)
         if kept is not None:
             self._kept.insert(0, kept)
+            for dropped in self._kept[self.history - 1 :]:
+                self._spare = dropped.rows
             del self._kept[self.history - 1 :]
+        elif self._rows[1].held:
+            self._spare = self._rows[1].rows
         self._clear_pending()
 
     def _keep(self, deltas: np.ndarray) -> KeptPairs:
