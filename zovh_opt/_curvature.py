@@ -26,13 +26,12 @@ descent direction along the gradient estimate.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
 from typing import Any
 
 from array_api_compat import device as _device
 
 from ._backend import ArraySpace, namespace_of
-from .estimators import SymmetricOperator, transported_differences
+from .estimators import SymmetricOperator
 
 SHAPE_RATE = 0.05  # beta: learning rate of the model's shape (log h per iteration)
 SCALE_RATE = 0.5  # of its overall scale
@@ -78,38 +77,6 @@ class DiagonalCurvature:
         self.shape += rho
         self.shape -= float(xp.mean(self.shape))  # mean 0 up to rounding: keep it there
         self._refresh()
-
-    def whiten(self, U: Any, whitening: Any = None) -> Any:
-        """The points' directions ``s * u_m`` of the rows ``U`` (in place), with the current
-        ``s`` or the given one."""
-        s = self.whitening if whitening is None else whitening
-        if s is not None:
-            U *= s
-        return U
-
-    def learn(self, weights: Any, drawn: Any, directions: Any, *, in_place: bool) -> None:
-        """`update` from the pair weights ``w_m = r_m / ((P - 1) mu^2)`` (host) and the
-        points' directions ``s * u_m`` (``drawn`` is the same array, whitened in place);
-        ``in_place=False`` leaves ``directions`` as they are."""
-        U, s = directions, self.whitening  # back to u_m, squared
-        if not in_place:
-            U = U / s if s is not None else self.space.xp.asarray(U, copy=True)
-        elif s is not None:
-            U /= s
-        U *= U
-        self.update(self.space.from_host(weights) @ U)
-
-    def transport(self) -> Callable[[Any, Any, Any], Any]:
-        """``move(rows, deltas, displacement)``: central differences of earlier pairs moved to
-        the current point with the model's ``diag(h)``
-        (`zovh_opt.estimators.transported_differences`), ``h`` formed once for all of them."""
-        s, c = self.whitening, self.curvature
-        h = c if s is None else c / (s * s)  # the model's diag(h) in x
-
-        def move(rows: Any, deltas: Any, displacement: Any) -> Any:
-            return transported_differences(rows, deltas, displacement, h)
-
-        return move
 
     @property
     def snapshot(self) -> Any:
