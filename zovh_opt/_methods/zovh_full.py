@@ -111,6 +111,9 @@ class FullCurvatureZoVH(PreconditionedZoVH, curvature="full"):
     def _kept_rows_state(self, kept: KeptPairs) -> Any:
         return kept.rows
 
+    def _let_go(self, rows: Any) -> None:
+        """Nothing to reuse: the block is drawn as one array."""
+
     def _loaded_rows(self, block: int, rows: Any, whitening: Any) -> Any:
         return rows
 
