@@ -5,12 +5,13 @@ model needs no ``(P, d)`` array: a point for ``fun`` draws its one direction, an
 passes draw the block again span of columns by span of columns into a scratch of ``P x w``
 numbers. A held block (``directions="vectors"``) is drawn once and copied span by span into
 the same scratch, so every product sees the same numbers in the same layout and the two
-storages give the same run, bit for bit.
+storages give the same run, bit for bit. `weighted_sums` and `inner_products` are the two
+passes the model's step makes over such blocks.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from ._backend import ArraySpace, DirectionSource, RowStreams
@@ -100,3 +101,53 @@ class DirectionBlock:
         for m in range(n):
             streams.row(m, out[m, ...])
         return out
+
+
+def weighted_sums(
+    space: ArraySpace,
+    blocks: Sequence[tuple[DirectionBlock, Any]],
+    coefficients: Sequence[Any] | None,
+    weights: Any,
+) -> tuple[Any, Any]:
+    r"""One pass over the spans of ``blocks``, pairs ``(rows U_b, whitening s_b or None)``:
+    :math:`\sum_b s_b \circ (a_b U_b)` for the ``coefficients`` ``a_b`` (compute arrays;
+    None: not formed) and :math:`w\, U_0^{\circ 2}` for the host ``weights`` ``w`` of the
+    first block's rows (None: not formed). Returns the two ``(d,)`` arrays (or None)."""
+    d = space.dim
+    step = space.empty((d,)) if coefficients is not None else None
+    error = space.empty((d,)) if weights is not None else None
+    w = space.from_host(weights) if weights is not None else None
+    for spans in zip(*(rows.spans() for rows, _ in blocks), strict=True):
+        columns = spans[0][0]
+        if step is not None:
+            total = None
+            for (_, s), (_, U), a in zip(blocks, spans, coefficients, strict=True):
+                part = a @ U
+                if s is not None:
+                    part *= s[columns]
+                if total is None:
+                    total = part
+                else:
+                    total += part
+            step[columns] = total
+        if error is not None:
+            U = spans[0][1]
+            error[columns] = w @ (U * U)
+    return step, error
+
+
+def inner_products(
+    blocks: Sequence[DirectionBlock], vectors: Callable[[slice], list[Any]]
+) -> list[Any]:
+    """``U_b v_b`` for each block, summed span by span, where ``vectors(columns)`` gives the
+    ``v_b`` on those columns (compute arrays, ``(n,)`` each)."""
+    sums: list[Any] = [None] * len(blocks)
+    for spans in zip(*(rows.spans() for rows in blocks), strict=True):
+        columns = spans[0][0]
+        for j, (v, (_, U)) in enumerate(zip(vectors(columns), spans, strict=True)):
+            part = U @ v
+            if sums[j] is None:
+                sums[j] = part
+            else:
+                sums[j] += part
+    return sums

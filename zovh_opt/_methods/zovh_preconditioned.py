@@ -11,7 +11,7 @@ import numpy as np
 
 from .. import _robust, estimators
 from .._curvature import DiagonalCurvature, DiagonalOperator
-from .._direction_block import DirectionBlock
+from .._direction_block import DirectionBlock, inner_products, weighted_sums
 from .._step_size import INITIAL_STEP
 from ._base import GradientStepMethod
 from .zovh import PAPER_ONLY, ZoVH
@@ -304,25 +304,9 @@ class PreconditionedZoVH(ZoVH, GradientStepMethod, curvature="diagonal"):
             return None
         if not blocks:
             blocks.append((self._rows[1], None))
-        step = self.space.empty((d,)) if deltas is not None else None
-        error = self.space.empty((d,)) if learn else None
-        w = self.space.from_host(weights) if learn else None
-        for spans in zip(*(b.spans() for b, _ in blocks), strict=True):
-            columns = spans[0][0]
-            if step is not None:
-                total = None
-                for (_, s), (_, U), a in zip(blocks, spans, coefficients, strict=True):
-                    part = a @ U
-                    if s is not None:
-                        part *= s[columns]
-                    if total is None:
-                        total = part
-                    else:
-                        total += part
-                step[columns] = total
-            if learn:
-                U = spans[0][1]
-                error[columns] = w @ (U * U)
+        step, error = weighted_sums(
+            self.space, blocks, coefficients if deltas is not None else None, weights
+        )
         if learn:
             self.model.update(error)
         return None if step is None else (step, M)
@@ -334,25 +318,20 @@ class PreconditionedZoVH(ZoVH, GradientStepMethod, curvature="diagonal"):
         pass over the kept rows, span by span (host float64)."""
         if not self._kept:
             return []
-        s, c = self.model.whitening, self.model.curvature
-        sums = [None] * len(self._kept)
-        blocks = [self._kept_block(k) for k in self._kept]
-        for spans in zip(*(b.spans() for b in blocks), strict=True):
-            columns = spans[0][0]
-            h = c / (s[columns] * s[columns]) if s is not None else None
-            for j, (kept, (_, U)) in enumerate(zip(self._kept, spans, strict=True)):
-                v = self._x[columns] - kept.centre[columns]
-                if h is not None:
-                    v *= h
-                else:
-                    v *= c
+        s, c, x = self.model.whitening, self.model.curvature, self._x
+
+        def moves(columns: slice) -> list[Any]:  # s_b h (x - x_b) on these columns
+            h = c / (s[columns] * s[columns]) if s is not None else c
+            out = []
+            for kept in self._kept:
+                v = x[columns] - kept.centre[columns]
+                v *= h
                 if kept.whitening is not None:
                     v *= kept.whitening[columns]
-                part = U @ v
-                if sums[j] is None:
-                    sums[j] = part
-                else:
-                    sums[j] += part
+                out.append(v)
+            return out
+
+        sums = inner_products([self._kept_block(k) for k in self._kept], moves)
         return [k.deltas + self.space.to_host(a) for k, a in zip(self._kept, sums, strict=True)]
 
     def _kept_block(self, kept: KeptPairs) -> DirectionBlock:
