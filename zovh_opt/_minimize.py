@@ -100,7 +100,8 @@ def minimize(
         pure=False))``.
     vectorized : bool, default False
         Call ``fun`` once per iteration with all points stacked in rows, as GPU users batch
-        their forward passes.
+        their forward passes. The batch is its own cost in memory: ``2 P`` rows of ``d``
+        for the curvature model (serial evaluation makes one point at a time).
 
     Returns
     -------
