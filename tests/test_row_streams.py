@@ -44,6 +44,17 @@ def test_auto_holds_no_direction_where_they_would_take_more_than_a_gibibyte():
     assert ZoVH(np.zeros(2 * 10**6), curvature="off").directions == "vectors"
 
 
+def test_auto_holds_none_beyond_a_quarter_of_a_gpus_free_memory(monkeypatch):
+    """Where the array library reports the GPU's free memory (stood in for here), the held
+    directions may take at most a quarter of it."""
+    d = 10_000  # (4 P + 14) d floats held: (4 * 15 + 14) * 8e4 bytes = 5.9 MB
+    assert ArraySpace(np.zeros(d)).free_memory() is None  # the CPU: the 1 GiB rule only
+    monkeypatch.setattr(ArraySpace, "free_memory", lambda self: 32 * 2**20)
+    assert ZoVH(np.zeros(d)).directions == "vectors"
+    monkeypatch.setattr(ArraySpace, "free_memory", lambda self: 16 * 2**20)
+    assert ZoVH(np.zeros(d)).directions == "seeds"
+
+
 def test_the_default_at_1e5_is_the_held_run_bit_for_bit():
     """The default (the diagonal model, 19 pairs, the pairs of 3 earlier iterations reused)
     with every direction drawn again when used, against the held directions."""

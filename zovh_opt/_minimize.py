@@ -219,7 +219,8 @@ def minimize(
         span of columns by span of columns (about 15 d floats at its peak, 1.7 times the
         held iteration's own time at ``d = 10^6``). ``"auto"`` chooses ``"seeds"`` where the
         held directions would take more than 1 GiB (``d > 1.3e6`` in float64 at the
-        defaults). The full model holds its ``P`` new directions either way.
+        defaults) or a quarter of a GPU's free memory. The full model holds its ``P`` new
+        directions either way.
     maxfev : int, default 1000 d
         Maximum number of function evaluations, the final ones included. ``maxfun``, the
         name SciPy's L-BFGS-B and TNC use, is read as ``maxfev``. The default is SciPy's

@@ -139,10 +139,13 @@ class PreconditionedZoVH(ZoVH, GradientStepMethod, curvature="diagonal"):
     @classmethod
     def storage_for(cls, dim: int, pairs: int, history: int, space: Any) -> str:
         """``directions="auto"``: ``"seeds"`` (no direction held) where the held directions'
-        peak, ``(N P + 14) d`` floats, would exceed `STREAM_ABOVE_BYTES`; else ``"vectors"``."""
+        peak, ``(N P + 14) d`` floats, would exceed `STREAM_ABOVE_BYTES`, or a quarter of the
+        GPU's free memory where the array library reports it; else ``"vectors"``."""
         itemsize = 4 if space.dtype_name == "float32" else 8
         held = (history * pairs + 14) * dim * itemsize
-        return "seeds" if held > STREAM_ABOVE_BYTES else "vectors"
+        free = space.free_memory()
+        limit = STREAM_ABOVE_BYTES if free is None else min(STREAM_ABOVE_BYTES, free // 4)
+        return "seeds" if held > limit else "vectors"
 
     @property
     def points_per_iteration(self) -> int:
