@@ -93,12 +93,13 @@ def drive_pairs():
     ``model_state(opt)`` taken before the last ask (what formed the last direction)."""
 
     def drive(opt, f, iterations, model_state):
-        P, mu, batches, state = opt.n_directions, opt.smoothing, [], None
+        mu, batches, state = opt.smoothing, [], None
         for _ in range(iterations):
             x, state = opt.x, model_state(opt)
             points = opt.ask()
             values = f(points)
-            batches.append(((points[:P] - x) / mu, (values[:P] - values[P:]) / (2 * mu), x))
+            (plus, _), (up, down) = opt.pair_split(points), opt.pair_split(values)
+            batches.append(((plus - x) / mu, (up - down) / (2 * mu), x))
             opt.tell(values)
         return batches, state
 

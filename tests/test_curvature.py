@@ -91,9 +91,11 @@ def test_the_first_step_is_the_models_newton_step_a_tenth_of_x0_long():
     assert isinstance(opt, PreconditionedZoVH) and P == default_pairs(d)
     points = opt.ask()
     values = f(points)
-    W = (points[:P] - x0) / opt.smoothing
-    np.testing.assert_allclose(points[P:], x0 - opt.smoothing * W, rtol=1e-14)
-    delta = (values[:P] - values[P:]) / (2 * opt.smoothing)
+    (plus, minus), (up, down) = opt.pair_split(points), opt.pair_split(values)
+    assert np.array_equal(plus, points[0::2])  # the pairs are adjacent, + first
+    W = (plus - x0) / opt.smoothing
+    np.testing.assert_allclose(minus, x0 - opt.smoothing * W, rtol=1e-14)
+    delta = (up - down) / (2 * opt.smoothing)
     opt.tell(values)  # measures x0, then steps
     step = opt.x - x0
     np.testing.assert_allclose(np.linalg.norm(step), 0.1 * np.linalg.norm(x0), rtol=1e-12)
@@ -110,14 +112,15 @@ def test_one_update_of_the_model_is_the_formula():
     opt = ZoVH(np.random.default_rng(4).standard_normal(d), rng=1)
     for _ in range(5):
         opt.tell(f(opt.ask()))
-    P, mu = opt.n_directions, opt.smoothing
+    mu = opt.smoothing
     c, shape = opt.model.curvature, opt.model.shape.copy()
     s = np.exp(-shape / 2)
     x = opt.x
     points = opt.ask()
     values = f(points)
-    U = (points[:P] - x) / (mu * s)
-    e = estimators.diagonal_hessian_error(U, values[:P], values[P:], mu, c)
+    (plus, _), (up, down) = opt.pair_split(points), opt.pair_split(values)
+    U = (plus - x) / (mu * s)
+    e = estimators.diagonal_hessian_error(U, up, down, mu, c)
     rho = np.clip(e / c, -1, 1)
     want = math.log(c) + shape + SCALE_RATE * rho.mean() + SHAPE_RATE * (rho - rho.mean())
     opt.tell(values)

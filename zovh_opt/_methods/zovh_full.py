@@ -46,6 +46,12 @@ class FullCurvatureZoVH(PreconditionedZoVH, curvature="full"):
     pending_point = PendingPoints.pending_point
     pending_points = PendingPoints.pending_points
 
+    def pair_split(self, rows: Any) -> tuple[Any, Any]:
+        """The ``x + mu W u_m`` and the ``x - mu W u_m`` rows (or values): ``P`` each, ``+``
+        first."""
+        P = self.n_directions
+        return rows[:P], rows[P:]
+
     def _prepare(self) -> None:
         self._whiten(self._draw(self.n_directions))
 

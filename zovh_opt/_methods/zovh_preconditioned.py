@@ -135,6 +135,7 @@ class PreconditionedZoVH(ZoVH, GradientStepMethod, curvature="diagonal"):
         self._host_norms = None
         self._gradient_scale = None  # (s, c) that the direction was formed with, for `jac`
         self._spare = None  # held rows no longer used, to draw the next block into
+        self._last_row = None  # (m, s u_m) of the latest point drawn without held rows
 
     @classmethod
     def storage_for(cls, dim: int, pairs: int, history: int, space: Any) -> str:
@@ -158,7 +159,7 @@ class PreconditionedZoVH(ZoVH, GradientStepMethod, curvature="diagonal"):
 
     def _prepare(self) -> None:
         self._rows = (block := self.source.next_block(), self._draw_rows(block, self.n_directions))
-        self._host_norms = np.full(self.n_directions, math.nan)
+        self._host_norms, self._last_row = np.full(self.n_directions, math.nan), None
 
     def _draw_rows(self, block: int, n: int) -> DirectionBlock:
         """Block ``block``'s ``n`` rows, held or not (`DirectionBlock`); held, they are drawn
@@ -170,18 +171,28 @@ class PreconditionedZoVH(ZoVH, GradientStepMethod, curvature="diagonal"):
             self.source, block, n, self.space, held=held, layout=self._row_layout, out=spare
         )
 
+    def pair_split(self, rows: Any) -> tuple[Any, Any]:
+        """The ``x + mu s u_m`` and the ``x - mu s u_m`` rows (or values) of a pending ask's
+        ``2 P`` points: pairs are adjacent, ``+`` first."""
+        return rows[0::2], rows[1::2]
+
     def pending_point(self, i: int) -> Any:
-        """Point ``i`` of the pending ask: ``x + mu s u_m`` for ``i = m < P``, ``x - mu s u_m``
-        for ``i = P + m``; ``u_m`` drawn from its stream unless held."""
+        """Point ``i`` of the pending ask: ``x + mu s u_m`` for ``i = 2 m``, ``x - mu s u_m``
+        for ``i = 2 m + 1``; ``u_m`` drawn from its stream unless held (drawn once for a pair
+        asked for in order)."""
         if not self._asked:
             raise RuntimeError("there is no pending ask")
-        P = self.n_directions
-        m, sign = i % P, (self.smoothing, -self.smoothing)[i // P]
-        u = self._rows[1].row(m)
-        if math.isnan(self._host_norms[m]):
-            self._host_norms[m] = float(self.xp.vecdot(u, u))
-        s = self.model.whitening
-        w = u * s if s is not None else u
+        m, sign = i // 2, (self.smoothing, -self.smoothing)[i % 2]
+        if self._last_row is not None and self._last_row[0] == m:
+            w = self._last_row[1]
+        else:
+            u = self._rows[1].row(m)
+            if math.isnan(self._host_norms[m]):
+                self._host_norms[m] = float(self.xp.vecdot(u, u))
+            s = self.model.whitening
+            w = u * s if s is not None else u
+            if not self._rows[1].held:  # the pair's other point takes it as it is
+                self._last_row = (m, w)
         point = w * sign
         point += self._x
         return self.space.to_user(point)
@@ -205,7 +216,8 @@ class PreconditionedZoVH(ZoVH, GradientStepMethod, curvature="diagonal"):
         while the gradient estimate is 0."""
         P, d = self.n_directions, self.space.dim
         with np.errstate(over="ignore", invalid="ignore"):  # values too large: no start
-            delta = (values[:P] - values[P:]) / (2 * self.smoothing)
+            plus, minus = self.pair_split(values)
+            delta = (plus - minus) / (2 * self.smoothing)
             length = self._combination_norm(delta)
         if math.isfinite(length) and length > 0:
             self.model.start(length / ((d + P + 1) * self._first_step))
@@ -226,9 +238,9 @@ class PreconditionedZoVH(ZoVH, GradientStepMethod, curvature="diagonal"):
         mu = self.smoothing
         bias = 0.5 * mu * mu * self.model.curvature
         if self.robust:  # the median of the pairs' estimates
-            P = self.n_directions
             with np.errstate(over="ignore", invalid="ignore"):  # inf - inf: the safeguard's
-                return float(np.median((values[:P] + values[P:]) / 2 - bias * self._norms()))
+                plus, minus = self.pair_split(values)
+                return float(np.median((plus + minus) / 2 - bias * self._norms()))
         return mean - bias * float(self._norms().mean())
 
     def _tell(self, values: Any, *, direction: bool = True) -> None:
@@ -240,7 +252,7 @@ class PreconditionedZoVH(ZoVH, GradientStepMethod, curvature="diagonal"):
             return
         P, mu = self.n_directions, self.smoothing
         c = self.model.curvature
-        plus, minus = values[:P], values[P:]
+        plus, minus = self.pair_split(values)
         with np.errstate(over="ignore", invalid="ignore"):
             deltas = (plus - minus) / (2 * mu)
             r = estimators.pair_residuals(plus, minus, self._norms(), mu, c)
@@ -347,7 +359,7 @@ class PreconditionedZoVH(ZoVH, GradientStepMethod, curvature="diagonal"):
         )
 
     def _clear_pending(self) -> None:
-        self._host_norms = None
+        self._host_norms, self._last_row = None, None
 
     def discard(self) -> None:
         super().discard()
