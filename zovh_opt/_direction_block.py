@@ -3,9 +3,10 @@
 Row ``m`` of block ``b`` is a stream of its own (`zovh_opt._backend.RowStreams`), so the
 model needs no ``(P, d)`` array: a point for ``fun`` draws its one direction, and the step's
 passes draw the block again span of columns by span of columns into a scratch of ``P x w``
-numbers. A held block (``directions="vectors"``) is drawn once and copied span by span into
-the same scratch, so every product sees the same numbers in the same layout and the two
-storages give the same run, bit for bit. `weighted_sums` and `inner_products` are the two
+numbers. A held block (``directions="vectors"``) is drawn once and read span by span (in
+place with NumPy, whose BLAS forms the same bits for a view as for the scratch; copied into
+the scratch with other libraries), so every product sees the same numbers span by span and
+the two storages give the same run, bit for bit. `weighted_sums` and `inner_products` are the two
 passes the model's step makes over such blocks.
 """
 
@@ -74,17 +75,24 @@ class DirectionBlock:
         return RowStreams(self._source, self.block, range(m, m + 1), self._space).row(0, out)
 
     def spans(self) -> Iterator[tuple[slice, Any]]:
-        """``(columns, U)`` span after span: ``U`` the ``(n, w)`` rows of those columns in a
-        contiguous scratch (the same array each time: use it before the next span)."""
+        """``(columns, U)`` span after span: ``U`` the ``(n, w)`` rows of those columns, drawn
+        into a scratch (the same array each time: use it before the next span), or the held
+        rows' columns. NumPy's BLAS (OpenBLAS) forms a product of a view of held rows with
+        the bits it forms for the same numbers in the scratch (tested), so NumPy reads held
+        rows in place; other libraries copy them into the scratch first."""
         space, (n, d) = self._space, self.shape
         rows = self.rows if self.rows is not None or self.layout == "rows" else self._draw_all()
         streams = None
         if rows is None:
             streams = RowStreams(self._source, self.block, range(n), space)
         width = RowStreams.span_width(self._source, space)
-        scratch = space.empty((n, min(width, d)))
+        in_place = rows is not None and space.numpy
+        scratch = None if in_place else space.empty((n, min(width, d)))
         for start in range(0, d, width):
             columns = slice(start, min(start + width, d))
+            if in_place:
+                yield columns, rows[:, columns]
+                continue
             U = scratch[:, : columns.stop - start]
             if rows is None:
                 streams.fill(U)
