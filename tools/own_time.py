@@ -9,7 +9,7 @@ time in ``fun``), for one run; the memory issue's comparison with an earlier com
     done
 
 Each line: the label, the ``directions`` option (``default``: not passed), the evaluations
-and the own time in microseconds per evaluation (sphere, ``x0 = 1``, 6 iterations, rng=0).
+and the own time in microseconds per evaluation (sphere, ``x0 = 1``, 20 iterations, rng=0).
 """
 
 import sys
@@ -21,7 +21,7 @@ import zovh_opt
 
 
 def main(directions: str, label: str, d: int = 1_000_000) -> None:
-    options = {"maxiter": 6}
+    options = {"maxiter": 20}
     if directions != "default":
         options["directions"] = directions
     spent = [0.0]
