@@ -93,9 +93,9 @@ class PreconditionedZoVH(ZoVH, GradientStepMethod, curvature="diagonal"):
     the passes over ``N P`` rows, ``O(N P d)``. Memory with ``directions="vectors"``: the
     ``N P`` directions (the pending block and the kept iterations'), about ``(N P + 14) d``
     floats at the peak; with ``"seeds"`` (``"auto"`` where those would exceed 1 GiB) none
-    of them: each point draws its direction (twice a pair) and the passes draw the kept rows
-    twice and the new ones once, ``(2 N + 1) P`` rows of ``d`` numbers per iteration where
-    the held path draws ``P``; the model, the iterate, the step and the kept centres and
+    of them: a pair's points draw their direction (once, asked in order: the pairs are
+    adjacent) and the passes draw the kept rows twice and the new ones once, ``2 N P`` rows
+    of ``d`` numbers per iteration where the held path draws ``P``; the model, the iterate, the step and the kept centres and
     whitenings are about 15 ``d`` floats at the peak. The run is the same, bit for bit.
     ``history=1`` is the iteration without reuse.
 

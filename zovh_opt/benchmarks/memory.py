@@ -81,8 +81,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--dims", type=float, nargs="+", default=[1e5, 1e6, 2e6], help="default 1e5 1e6 2e6"
     )
     parser.add_argument("--dtype", default="float64", choices=["float64", "float32"])
-    parser.add_argument("--iterations", type=int, default=6, help="per run (6)")
-    parser.add_argument("--rounds", type=int, default=3, help="timed runs per storage (3)")
+    parser.add_argument("--iterations", type=int, default=16, help="per run (16)")
+    parser.add_argument("--rounds", type=int, default=2, help="timed runs per storage (2)")
 
 
 def run(args: argparse.Namespace) -> int:
