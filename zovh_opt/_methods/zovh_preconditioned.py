@@ -24,7 +24,7 @@ MODEL_HISTORY = 4
 
 # directions="auto" holds no direction where the held ones would take more than this many
 # bytes: (N P + 14) d floats at the peak (d = 1.3e6 in float64 at the default P and N). Drawing
-# them again costs 1.7x the held iteration's own time per evaluation at d = 1e6 (the docs'
+# them again costs 2.3x the held iteration's own time per evaluation at d = 1e6 (the docs'
 # performance page), where the held peak is 0.8 GB.
 STREAM_ABOVE_BYTES = 2**30
 
