@@ -233,11 +233,18 @@ def test_an_interrupted_save_leaves_the_previous_checkpoint(tmp_path, monkeypatc
 
 
 @pytest.mark.parametrize(
-    "opts",
-    [{"learning_rate": 1e-6, "maxiter": 40}, {"maxiter": 40}],  # the paper's; the model's
+    "d, opts",
+    [
+        (D, {"learning_rate": 1e-6, "maxiter": 40}),  # the paper's iteration
+        (D, {"maxiter": 40}),  # the full model
+        # the diagonal model without held directions: the crash at the 50th call (x0's 2, 3
+        # iterations of 16) is mid-ask, with the first pair's norm known and 3 kept
+        # iterations to draw again
+        (60, {"maxiter": 12, "directions": "seeds"}),
+    ],
 )
-def test_a_run_resumed_from_a_checkpoint_after_an_exception_is_the_same_run(opts, tmp_path):
-    x0 = np.random.default_rng(0).standard_normal(D)
+def test_a_run_resumed_from_a_checkpoint_after_an_exception_is_the_same_run(d, opts, tmp_path):
+    x0 = np.random.default_rng(0).standard_normal(d)
     whole = zovh_opt.minimize(rosenbrock, x0, rng=5, options=opts)
     calls = []
 
@@ -250,6 +257,7 @@ def test_a_run_resumed_from_a_checkpoint_after_an_exception_is_the_same_run(opts
     opt = Optimizer(x0, rng=5, options=opts)
     with pytest.raises(RuntimeError, match="node lost"):
         opt.run(crashes_once)
+    assert opt._step.asked
     opt.save(tmp_path / "run.npz")
     res = Optimizer.load(tmp_path / "run.npz").run(rosenbrock)
     assert np.array_equal(res.x, whole.x) and res.fun == whole.fun

@@ -83,30 +83,3 @@ def test_without_held_directions_the_peak_is_a_small_multiple_of_d():
     finally:
         tracemalloc.stop()
     assert res.nfev == 5 * 2 * default_pairs(d) + 4 and peak <= 24, peak
-
-
-def test_a_run_without_held_directions_resumes_from_a_checkpoint_mid_ask(tmp_path):
-    """A crash at the 57th call (x0's 2, 3 iterations of 16 points, 6 of the fourth: mid-ask,
-    some norms known, 3 kept iterations drawn again), save, load, go on: the uninterrupted
-    run, bit for bit."""
-    x0 = np.random.default_rng(0).standard_normal(60)  # the diagonal model, P = 8 pairs
-    options = {"maxiter": 12, "directions": "seeds"}
-    f = lambda x: float(np.sum((x - 1) ** 2 * np.arange(1, 61)))  # noqa: E731
-    whole = zovh_opt.minimize(f, x0, rng=5, options=options)
-    calls = []
-
-    def crashes_once(x):
-        calls.append(1)
-        if len(calls) == 57:
-            raise RuntimeError("node lost")
-        return f(x)
-
-    opt = zovh_opt.Optimizer(x0, rng=5, options=options)
-    with pytest.raises(RuntimeError, match="node lost"):
-        opt.run(crashes_once)
-    assert opt._step.directions == "seeds" and opt._step.asked
-    opt.save(tmp_path / "run.npz")
-    res = zovh_opt.Optimizer.load(tmp_path / "run.npz").run(f)
-    assert np.array_equal(res.x, whole.x) and res.fun == whole.fun
-    assert (res.nit, res.nfev) == (whole.nit, whole.nfev)
-    assert all(np.array_equal(res.trace[k], whole.trace[k]) for k in whole.trace)

@@ -95,9 +95,9 @@ class PreconditionedZoVH(ZoVH, GradientStepMethod, curvature="diagonal"):
     floats at the peak; with ``"seeds"`` (``"auto"`` where those would exceed 1 GiB) none
     of them: a pair's points draw their direction (once, asked in order: the pairs are
     adjacent) and the passes draw the kept rows twice and the new ones once, ``2 N P`` rows
-    of ``d`` numbers per iteration where the held path draws ``P``; the model, the iterate, the step and the kept centres and
-    whitenings are about 15 ``d`` floats at the peak. The run is the same, bit for bit.
-    ``history=1`` is the iteration without reuse.
+    of ``d`` numbers per iteration where the held path draws ``P``; the model, the iterate,
+    the step and the kept centres and whitenings are about 16 ``d`` floats at the peak. The
+    run is the same, bit for bit. ``history=1`` is the iteration without reuse.
 
     ``jac`` is the latest gradient estimate :math:`\hat g_z / s`, ``hess_inv`` the model's
     :math:`\operatorname{diag}(1/h)` as a `DiagonalOperator`.
