@@ -33,10 +33,11 @@ STREAM_ABOVE_BYTES = 2**30
 class KeptPairs:
     """The pairs of an earlier iteration, reused by the step (`PreconditionedZoVH`).
 
-    ``rows`` are the points' directions ``s_b * u_m`` (vectors storage), or ``None`` with
-    seeds storage, where they are drawn again from ``block`` and multiplied by ``whitening``
-    (the same operations, so the same numbers); ``deltas`` are the central differences
-    ``delta_m`` at ``centre`` (host float64)."""
+    ``rows``: the held directions (vectors storage; the diagonal model's a `DirectionBlock`
+    of the ``u_m``, the full model's an array of the points' directions ``W_b u_m``), or
+    ``None`` with seeds storage, where they are drawn again from ``block``; ``whitening`` is
+    the model's ``s_b`` (or ``W_b``) when they were measured, ``deltas`` the central
+    differences ``delta_m`` at ``centre`` (host float64)."""
 
     block: int
     whitening: Any  # s_b, (d,), or None before the model had a shape
