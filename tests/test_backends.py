@@ -20,7 +20,8 @@ HOST_ALGEBRA = {
     "_history.py",
     "_methods/_base.py",
     "_methods/zovh_paper.py",
-    "_methods/zovh_preconditioned.py",  # the pair coefficients and residuals
+    "_methods/curvature_model.py",  # the pair coefficients and residuals
+    "_methods/zovh_preconditioned.py",  # the pending directions' norms
     "_full_curvature.py",  # the P x P eigenproblems of an update
     "_new_starts.py",  # a new start's point, drawn on the host once per run
     "_checkpoint.py",

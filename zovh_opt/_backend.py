@@ -510,7 +510,7 @@ class DirectionSource:
         """
         if start % STREAM_COLUMNS:
             raise ValueError(f"start must be a multiple of {STREAM_COLUMNS}, got {start}")
-        gen = self._sfc64 if self._sfc64 is not None else self._make_generator()
+        gen = self.sfc64()
         for offset in range(0, out.shape[1], STREAM_COLUMNS):
             part = out[:, offset : offset + STREAM_COLUMNS]
             self._start_stream(block, (start + offset) // STREAM_COLUMNS)
@@ -536,8 +536,13 @@ class DirectionSource:
         the run's key and of ``block * 2**24 + column_chunk``, which is one-to-one."""
         if not (0 <= block < 2**40 and 0 <= column_chunk < 2**24):
             raise ValueError(f"block {block} or column chunk {column_chunk} out of range")
-        h = _splitmix64((block << 24) | column_chunk)
-        state = self._sfc64_state
+        self.stream(_splitmix64((block << 24) | column_chunk))
+
+    def stream(self, h: int) -> np.random.Generator:
+        """The source's SFC64 generator at the start of the stream with word ``h`` (a
+        SplitMix64 hash): seeded as NumPy seeds SFC64, three words (hashes of the run's key
+        with ``h``, and ``h``), counter 1, twelve outputs discarded."""
+        gen, state = self.sfc64(), self._sfc64_state
         state["state"]["state"][:] = (
             _splitmix64(self.key[0] ^ h),
             _splitmix64(self.key[1] ^ h),
@@ -545,9 +550,9 @@ class DirectionSource:
             1,
         )
         state["has_uint32"], state["uinteger"] = 0, 0
-        bit_generator = self._sfc64.bit_generator
-        bit_generator.state = state
-        bit_generator.random_raw(12)
+        gen.bit_generator.state = state
+        gen.bit_generator.random_raw(12)
+        return gen
 
 
 class RowStreams:
@@ -603,7 +608,7 @@ class RowStreams:
         """The ``i``-th row from its first column, written into the contiguous ``(d,)`` array
         ``out``."""
         if self._native is None:
-            gen = self._numpy_generator(self._words[i])
+            gen = self._source.stream(self._words[i])
             if self.space.numpy:  # one call: the same bits as span after span
                 gen.standard_normal(dtype=out.dtype, out=out)
                 return out
@@ -628,25 +633,13 @@ class RowStreams:
         if self._states is None:
             self._states = []
             for h in self._words:
-                self._numpy_generator(h)
-                self._states.append(self._source.sfc64().bit_generator.state)
+                self._states.append(self._source.stream(h).bit_generator.state)
         gen = self._source.sfc64()
         for i, state in enumerate(self._states):
             gen.bit_generator.state = state
             self._numpy_span(gen, out[i, ...])
             self._states[i] = gen.bit_generator.state
         return out
-
-    def _numpy_generator(self, h: int) -> np.random.Generator:
-        """The source's SFC64 generator at the start of the stream ``h`` (as
-        `DirectionSource._start_stream` seeds a block's stream)."""
-        gen, key = self._source.sfc64(), self._source.key
-        state = self._source._sfc64_state
-        state["state"]["state"][:] = (_splitmix64(key[0] ^ h), _splitmix64(key[1] ^ h), h, 1)
-        state["has_uint32"], state["uinteger"] = 0, 0
-        gen.bit_generator.state = state
-        gen.bit_generator.random_raw(12)
-        return gen
 
     def _numpy_span(self, gen: np.random.Generator, out: Any) -> None:
         if self.space.numpy:

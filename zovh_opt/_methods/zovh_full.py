@@ -6,15 +6,15 @@ from typing import Any
 
 from .._backend import norm
 from .._full_curvature import FullCurvature
-from ._base import PendingPoints
-from .zovh_preconditioned import KeptPairs, PreconditionedZoVH
+from .curvature_model import CurvatureModelZoVH, KeptPairs
 
 
-class FullCurvatureZoVH(PreconditionedZoVH, curvature="full"):
+class FullCurvatureZoVH(CurvatureModelZoVH, curvature="full"):
     r"""ZoVH whose curvature is a full (``d x d``) model learned across iterations.
 
-    The iteration of `PreconditionedZoVH` with the model :math:`A = c W^{-T} W^{-1}` of
-    `zovh_opt._full_curvature` in place of the diagonal one: the pairs are
+    The iteration of `PreconditionedZoVH` (their shared part: `CurvatureModelZoVH`) with the
+    model :math:`A = c W^{-T} W^{-1}` of `zovh_opt._full_curvature` in place of the diagonal
+    one: the pairs are
     :math:`f(x \pm \mu W u_m)`, the step is the model's Newton step
     :math:`\frac{M}{c (d + M + 1)} W \hat g_z \approx \frac{M}{d + M + 1} A^{-1} \nabla f`,
     kept pairs are moved to the current point with :math:`A`, and the model learns from the
@@ -43,9 +43,6 @@ class FullCurvatureZoVH(PreconditionedZoVH, curvature="full"):
         """``directions="auto"``: ``"vectors"`` (the model itself holds ``d x d``)."""
         return "vectors"
 
-    pending_point = PendingPoints.pending_point
-    pending_points = PendingPoints.pending_points
-
     def pair_split(self, rows: Any) -> tuple[Any, Any]:
         """The ``x + mu W u_m`` and the ``x - mu W u_m`` rows (or values): ``P`` each, ``+``
         first."""
@@ -54,9 +51,6 @@ class FullCurvatureZoVH(PreconditionedZoVH, curvature="full"):
 
     def _prepare(self) -> None:
         self._whiten(self._draw(self.n_directions))
-
-    def _draw_rows(self, block: int, n: int) -> Any:
-        return self.source.draw(int(block), int(n), self.space)
 
     def _whiten(self, U: Any) -> None:
         """Take the drawn rows ``U`` as the pending ask's: their squared norms, then ``U``
@@ -114,18 +108,8 @@ class FullCurvatureZoVH(PreconditionedZoVH, curvature="full"):
         super()._clear_pending()
         self._drawn, self._whitened, self._sq_norms = None, None, None
 
-    def _kept_rows_state(self, kept: KeptPairs) -> Any:
-        return kept.rows
-
-    def _let_go(self, rows: Any) -> None:
-        """Nothing to reuse: the block is drawn as one array."""
-
-    def _loaded_rows(self, block: int, rows: Any, whitening: Any) -> Any:
-        return rows
-
     def load_state(self, state: dict[str, Any]) -> None:
         super().load_state(state)
-        self._host_norms = None
         if self._rows is not None:  # a pending ask, its rows drawn again: its points again
             self._whiten(self._rows[1])
 

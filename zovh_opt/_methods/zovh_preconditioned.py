@@ -4,23 +4,15 @@ default of ``method="zovh"``)."""
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from .. import _robust, estimators
 from .._curvature import DiagonalCurvature, DiagonalOperator
 from .._direction_block import DirectionBlock, inner_products, weighted_sums
-from .._step_size import INITIAL_STEP
-from ._base import GradientStepMethod
-from .zovh import PAPER_ONLY, ZoVH
+from .curvature_model import CurvatureModelZoVH, KeptPairs, default_pairs
 
-# history="auto": the step uses the pairs of this many iterations, the current one included
-# (the paper's N = 4). COCO bbob-largescale, d = 320, 100 d, zovh alone (a prototype): 0.187,
-# 0.199, 0.210, 0.218, 0.221 of the triples with 1, 3, 4, 6, 8 (the docs' theory page); the
-# memory kept grows as N - 1.
-MODEL_HISTORY = 4
+__all__ = ["PreconditionedZoVH", "default_pairs"]
 
 # directions="auto" holds no direction where the held ones would take more than this many
 # bytes: (N P + 14) d floats at the peak (d = 1.3e6 in float64 at the default P and N). Drawing
@@ -29,30 +21,7 @@ MODEL_HISTORY = 4
 STREAM_ABOVE_BYTES = 2**30
 
 
-@dataclass
-class KeptPairs:
-    """The pairs of an earlier iteration, reused by the step (`PreconditionedZoVH`).
-
-    ``rows``: the held directions (vectors storage; the diagonal model's a `DirectionBlock`
-    of the ``u_m``, the full model's an array of the points' directions ``W_b u_m``), or
-    ``None`` with seeds storage, where they are drawn again from ``block``; ``whitening`` is
-    the model's ``s_b`` (or ``W_b``) when they were measured, ``deltas`` the central
-    differences ``delta_m`` at ``centre`` (host float64)."""
-
-    block: int
-    whitening: Any  # s_b, (d,), or None before the model had a shape
-    deltas: np.ndarray
-    centre: Any
-    rows: Any
-
-
-def default_pairs(dim: int) -> int:
-    """``n_directions="auto"``: ``P = (4 + floor(3 ln d)) // 2`` pairs, so that ``2 P`` is
-    CMA-ES's default population size (at least 2 pairs)."""
-    return max(2, (4 + int(3 * math.log(dim))) // 2) if dim > 1 else 2
-
-
-class PreconditionedZoVH(ZoVH, GradientStepMethod, curvature="diagonal"):
+class PreconditionedZoVH(CurvatureModelZoVH, curvature="diagonal"):
     r"""ZoVH whose curvature is a diagonal model learned across iterations (the default).
 
     With the model :math:`h \approx \operatorname{diag}(\nabla^2 f)` and the whitening
@@ -104,37 +73,12 @@ class PreconditionedZoVH(ZoVH, GradientStepMethod, curvature="diagonal"):
     :math:`\operatorname{diag}(1/h)` as a `DiagonalOperator`.
     """
 
-    rate_ceiling = 1.0  # the direction is the model's full step
     model_kind = "diagonal"
     iteration = "diagonal curvature model (curvature='diagonal')"
-    direction_is_gradient = False  # `estimates` gives the gradient from it
 
     def __init__(self, x0: Any, *, rng: Any = None, **options: Any) -> None:
-        super().__init__(x0, rng=rng, **options)  # checks every option's value
-        paper = [name for name in PAPER_ONLY if name in options]
-        if paper:
-            raise ValueError(
-                f"{', '.join(paper)}: option(s) of the paper's iteration, which the curvature "
-                "model does not use; pass curvature='off' (or a float learning_rate) to run "
-                "Algorithm 1"
-            )
-        if self.curvature not in ("auto", self.model_kind):
-            kind = self.model_kind
-            raise ValueError(f"{type(self).__name__} is the iteration of curvature={kind!r}")
-        self.curvature = self.model_kind
-        d = self.space.dim
-        if self.n_directions == "auto":
-            self.n_directions = default_pairs(d)
-        if self.history == "auto":
-            self.history = MODEL_HISTORY
-        if self.directions == "auto":
-            self.directions = self.storage_for(d, self.n_directions, self.history, self.space)
-        self._kept: list[KeptPairs] = []  # the latest first, at most history - 1
-        self.model = self._new_model()
+        super().__init__(x0, rng=rng, **options)
         self._row_layout = "rows"  # checkpoints written before 0.6: "block"
-        # |u_m|^2 of the pending ask's rows, on the host (nan: not drawn yet)
-        self._host_norms = None
-        self._gradient_scale = None  # (s, c) that the direction was formed with, for `jac`
         self._spare = None  # held rows no longer used, to draw the next block into
         self._last_row = None  # (m, s u_m) of the latest point drawn without held rows
 
@@ -148,15 +92,6 @@ class PreconditionedZoVH(ZoVH, GradientStepMethod, curvature="diagonal"):
         free = space.free_memory()
         limit = STREAM_ABOVE_BYTES if free is None else min(STREAM_ABOVE_BYTES, free // 4)
         return "seeds" if held > limit else "vectors"
-
-    @property
-    def points_per_iteration(self) -> int:
-        return 2 * self.n_directions
-
-    @property
-    def _first_step(self) -> float:
-        """The first step's length, ``0.1 l``: `_start` sets the model's scale by it."""
-        return INITIAL_STEP * self.scale
 
     def _prepare(self) -> None:
         self._rows = (block := self.source.next_block(), self._draw_rows(block, self.n_directions))
@@ -212,17 +147,6 @@ class PreconditionedZoVH(ZoVH, GradientStepMethod, curvature="diagonal"):
             self._host_norms[m] = float(self.xp.vecdot(u, u))
         return self._host_norms
 
-    def _start(self, values: Any) -> None:
-        """Set the model's scale so that the first step (rate 1) is ``0.1 l`` long; no start
-        while the gradient estimate is 0."""
-        P, d = self.n_directions, self.space.dim
-        with np.errstate(over="ignore", invalid="ignore"):  # values too large: no start
-            plus, minus = self.pair_split(values)
-            delta = (plus - minus) / (2 * self.smoothing)
-            length = self._combination_norm(delta)
-        if math.isfinite(length) and length > 0:
-            self.model.start(length / ((d + P + 1) * self._first_step))
-
     def _combination_norm(self, coefficients: np.ndarray) -> float:
         """``|sum_m a_m u_m|`` over the pending rows (the model has no shape yet: ``s = 1``)."""
         a, total = self.space.from_host(coefficients), 0.0
@@ -230,61 +154,6 @@ class PreconditionedZoVH(ZoVH, GradientStepMethod, curvature="diagonal"):
             part = a @ U
             total += float(self.xp.vecdot(part, part))
         return math.sqrt(total)
-
-    def _f_estimate(self, values: Any, mean: float) -> float:
-        if not self.model.ready:
-            self._start(values)
-            if not self.model.ready:
-                return mean
-        mu = self.smoothing
-        bias = 0.5 * mu * mu * self.model.curvature
-        if self.robust:  # the median of the pairs' estimates
-            with np.errstate(over="ignore", invalid="ignore"):  # inf - inf: the safeguard's
-                plus, minus = self.pair_split(values)
-                return float(np.median((plus + minus) / 2 - bias * self._norms()))
-        return mean - bias * float(self._norms().mean())
-
-    def _tell(self, values: Any, *, direction: bool = True) -> None:
-        if not self.model.ready:
-            self._start(values)
-        if not self.model.ready:
-            self._direction = None
-            self._clear_pending()
-            return
-        P, mu = self.n_directions, self.smoothing
-        c = self.model.curvature
-        plus, minus = self.pair_split(values)
-        with np.errstate(over="ignore", invalid="ignore"):
-            deltas = (plus - minus) / (2 * mu)
-            r = estimators.pair_residuals(plus, minus, self._norms(), mu, c)
-        usable = bool(np.isfinite(deltas).all())  # else values too large to difference
-        if self.robust and usable and np.isfinite(r).all():
-            deltas, r = _robust.clipped(deltas), _robust.clipped(r)
-            r -= r.mean()
-        if not usable:
-            direction = False
-            self._direction = None
-        weights = None
-        if np.isfinite(r).all():
-            if self.robust:  # the noise floor's bound (`StepSizeControl._noise_floor`)
-                self.noise_variance = 2.0 * _robust.scale(r) ** 2
-            weights = r / mu / mu / (P - 1)
-        kept = None
-        if usable and self.history > 1:
-            kept = self._keep(deltas)
-        snapshot = self.model.snapshot  # the whitening of the step, before the model learns
-        step = self._step_and_learn(deltas if direction else None, c, weights)
-        if direction:
-            self._direction, M = step
-            self._gradient_scale = (snapshot, c, M)
-        if kept is not None:
-            self._kept.insert(0, kept)
-            for dropped in self._kept[self.history - 1 :]:
-                self._let_go(dropped.rows)
-            del self._kept[self.history - 1 :]
-        else:
-            self._let_go(self._rows[1])
-        self._clear_pending()
 
     def _let_go(self, rows: DirectionBlock | None) -> None:
         """Rows no longer used: held, the next block is drawn into them."""
@@ -360,29 +229,8 @@ class PreconditionedZoVH(ZoVH, GradientStepMethod, curvature="diagonal"):
         )
 
     def _clear_pending(self) -> None:
-        self._host_norms, self._last_row = None, None
-
-    def discard(self) -> None:
-        super().discard()
-        self._clear_pending()
-
-    def _discard_all(self) -> None:
-        super()._discard_all()
-        self._clear_pending()
-        self._gradient_scale = None
-        self._kept = []
-
-    def estimates(self) -> dict[str, Any]:
-        """``jac``: the latest gradient estimate; ``hess_inv``: the model's ``diag(1/h)``."""
-        if not self.model.ready:
-            return {}
-        out = {"hess_inv": self._hess_inv()}
-        if self._direction is not None:
-            snapshot, c, M = self._gradient_scale
-            jac = self.model.gradient_of(self._direction, snapshot)
-            jac *= c * (self.space.dim + M + 1) / M
-            out["jac"] = self.space.to_user(jac)
-        return out
+        super()._clear_pending()
+        self._last_row = None
 
     def _new_model(self) -> DiagonalCurvature:
         return DiagonalCurvature(self.space)
@@ -396,25 +244,10 @@ class PreconditionedZoVH(ZoVH, GradientStepMethod, curvature="diagonal"):
         return self._vector(host)
 
     def state(self) -> dict[str, Any]:
-        scale = self._gradient_scale
         return {
             **super().state(),
-            "model": self.model.state(),
-            "gradient_whitening": None if scale is None else scale[0],
-            "gradient_curvature": math.nan if scale is None else scale[1],
-            "gradient_pairs": 0 if scale is None else scale[2],
             "row_layout": self._row_layout,
             "pending_norms": self._host_norms,
-            "kept": [
-                {
-                    "block": k.block,
-                    "whitening": k.whitening,
-                    "deltas": k.deltas,
-                    "centre": k.centre,
-                    "rows": self._kept_rows_state(k),
-                }
-                for k in self._kept
-            ],
         }
 
     def _kept_rows_state(self, kept: KeptPairs) -> Any:
@@ -424,34 +257,8 @@ class PreconditionedZoVH(ZoVH, GradientStepMethod, curvature="diagonal"):
         # before 0.6 the directions were drawn a block at a time, and kept rows were whitened
         self._row_layout = state.get("row_layout", "block")
         super().load_state(state)
-        self.model.load_state(state["model"])
-        whitening = self._model_array(state["gradient_whitening"])
-        curvature, pairs = float(state["gradient_curvature"]), int(state["gradient_pairs"])
-        self._gradient_scale = None if whitening is None else (whitening, curvature, pairs)
-        P, d = self.n_directions, self.space.dim
-        self._kept = []
-        for k in state["kept"]:
-            rows, deltas = k["rows"], np.asarray(k["deltas"], dtype=np.float64)
-            if deltas.shape != (P,) or (rows is not None and rows.shape != (P, d)):
-                raise ValueError(f"a kept iteration must hold {P} pairs in d = {d}")
-            if (rows is None) != (self.directions == "seeds"):
-                raise ValueError("the kept pairs and the directions storage disagree")
-            kept_whitening = self._model_array(k["whitening"])
-            rows = None if rows is None else self.space.from_numpy(rows)
-            self._kept.append(
-                KeptPairs(
-                    int(k["block"]),
-                    kept_whitening,
-                    deltas,
-                    self._vector(k["centre"]),
-                    self._loaded_rows(int(k["block"]), rows, kept_whitening),
-                )
-            )
-        if len(self._kept) >= self.history:
-            raise ValueError(f"history={self.history} keeps at most {self.history - 1} iterations")
-        self._clear_pending()
         if self._rows is not None:
-            norms = state.get("pending_norms")
+            norms, P = state.get("pending_norms"), self.n_directions
             self._host_norms = np.full(P, math.nan) if norms is None else np.array(norms, float)
 
     def _loaded_rows(self, block: int, rows: Any, whitening: Any) -> Any:
