@@ -100,7 +100,7 @@ class PreconditionedZoVH(CurvatureModelZoVH, curvature="diagonal"):
     def _draw_rows(self, block: int, n: int) -> DirectionBlock:
         """Block ``block``'s ``n`` rows, held or not (`DirectionBlock`); held, they are drawn
         into the rows of the latest kept iteration that was let go (fresh memory of this size
-        costs a page fault per 4 KiB at its first write: at ``d = 10^6`` more than the draw)."""
+        costs a page fault per 4 KiB at its first write; the CHANGELOG has the timing)."""
         held = self.directions == "vectors" or self._row_layout == "block"
         spare, self._spare = self._spare, None
         return DirectionBlock(
