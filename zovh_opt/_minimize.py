@@ -215,13 +215,12 @@ def minimize(
         every iteration (twice on a GPU, once on the CPU, where the step and the next block
         share one pass). The diagonal curvature model holds ``N P`` directions (about
         ``(N P + 14) d`` floats at its peak) with ``"vectors"``; with ``"seeds"`` none: each
-        point draws its one direction, and each step draws the ``N P`` directions again
+        pair of points draws its direction, and each step draws the ``N P`` directions again
         span of columns by span of columns (about 16 d floats at its peak, 2.3 times the
         held iteration's own time at ``d = 10^6``: ``python -m zovh_opt.benchmarks
         memory``). ``"auto"`` chooses ``"seeds"`` where the held directions would take more
         than 1 GiB (``d > 1.3e6`` in float64 at the defaults) or a quarter of a GPU's free
-        memory. The full model holds its ``P`` new
-        directions either way.
+        memory. The full model holds its ``P`` new directions either way.
     maxfev : int, default 1000 d
         Maximum number of function evaluations, the final ones included. ``maxfun``, the
         name SciPy's L-BFGS-B and TNC use, is read as ``maxfev``. The default is SciPy's
