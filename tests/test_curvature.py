@@ -12,6 +12,7 @@ import pytest
 import zovh_opt
 from zovh_opt import ZoVH, estimators
 from zovh_opt._curvature import SCALE_RATE, SHAPE_RATE, DiagonalOperator
+from zovh_opt._methods.curvature_model import FIRST_STEP_RANGE
 from zovh_opt._methods.zovh_paper import PaperZoVH
 from zovh_opt._methods.zovh_preconditioned import PreconditionedZoVH, default_pairs
 
@@ -102,6 +103,46 @@ def test_the_first_step_is_the_models_newton_step_a_tenth_of_x0_long():
     direction = -(delta @ W)
     cosine = step @ direction / np.linalg.norm(step) / np.linalg.norm(direction)
     assert cosine == pytest.approx(1.0, abs=1e-12)
+
+
+def test_with_f_x0_known_the_model_starts_from_the_curvature_the_pairs_measure():
+    """Given f(x0) (the driver's measurement), the first curvature is the mean
+    sum_m u_m^T H u_m / sum_m |u_m|^2 the pairs measure (exact on a quadratic), and the first
+    step the Newton step of the model c I: |sum_m delta_m u_m| / (c (d + P + 1)) long."""
+    d = 50
+    h, f = diagonal_quadratic(d, 1e3)
+    x0 = np.random.default_rng(3).standard_normal(d)
+    opt = ZoVH(x0, rng=0)
+    points = opt.ask()
+    values = f(points)
+    opt.value_at_centre(f(x0))
+    U = (opt.pair_split(points)[0] - x0) / opt.smoothing
+    up, down = opt.pair_split(values)
+    opt.tell(values)
+    c = np.sum(U * U * h) / np.sum(U * U)  # the model's update after the step moves it
+    P = opt.n_directions
+    length = np.linalg.norm((up - down) / (2 * opt.smoothing) @ U) / (c * (d + P + 1))
+    assert np.linalg.norm(opt.x - x0) == pytest.approx(length, rel=1e-7)
+    assert length > 0.5 * np.linalg.norm(x0)  # longer than the 0.1 |x0| of the rule here
+
+
+@pytest.mark.parametrize("kind", ["linear", "concave"])
+def test_a_flat_start_takes_the_longest_first_step_a_concave_one_the_rule(kind):
+    """Where the pairs measure no curvature (a linear f), the first step is FIRST_STEP_RANGE
+    times the rule's 0.1 |x0| (the step rule then judges it); a negative one says nothing
+    of the scale: 0.1 |x0|."""
+    d = 20
+    a = np.linspace(-1, 1, d)
+    f = {"linear": lambda x: float(a @ x), "concave": lambda x: float(a @ x - x @ x)}[kind]
+    x0 = np.full(d, 0.5)
+    opt = ZoVH(x0, rng=0)
+    points = opt.ask()
+    opt.value_at_centre(f(x0))
+    opt.tell(np.array([f(p) for p in points]))
+    longest = FIRST_STEP_RANGE if kind == "linear" else 1.0
+    assert np.linalg.norm(opt.x - x0) == pytest.approx(
+        longest * 0.1 * np.linalg.norm(x0), rel=1e-9
+    )
 
 
 def test_one_update_of_the_model_is_the_formula():

@@ -30,16 +30,24 @@ def recorded(f):
     return fun, points, values
 
 
-def test_a_deterministic_run_is_the_run_of_noisy_false_plus_its_measurements():
+@pytest.mark.parametrize("curvature", ["off", "diagonal"])
+def test_a_deterministic_run_is_the_run_of_noisy_false_plus_its_measurements(curvature):
+    """The same iterates, but for the curvature model's first scale, which the measured
+    f(x0) gives (`test_curvature`): the same first batch, then another start."""
     f = lambda x: float(np.sum(np.arange(1, 31) * (x - 0.3) ** 2))  # noqa: E731
     x0 = np.linspace(-1, 1, 30)
-    auto = zovh_opt.minimize(f, x0, rng=4, options={"maxiter": 300})
-    plain = zovh_opt.minimize(f, x0, rng=4, options={"maxiter": 300, "noisy": False})
-    assert auto.noise_std == 0.0 and "noise_std" not in plain
-    assert "Noise" not in auto.message and auto.nit == plain.nit == 300
-    assert np.array_equal(auto.trace["fun"], plain.trace["fun"])  # the same iterates
-    assert auto.nfev == plain.nfev + measurements(300)
-    assert auto.fun <= plain.fun  # x0 and repeats are evaluated points too
+    options = {"maxiter": 300, "curvature": curvature}
+    auto = zovh_opt.minimize(f, x0, rng=4, options=options)
+    plain = zovh_opt.minimize(f, x0, rng=4, options={**options, "noisy": False})
+    assert auto.noise_std == 0.0 and "noise_std" not in plain and "Noise" not in auto.message
+    assert auto.trace["fun"][0] == plain.trace["fun"][0]
+    if curvature == "off":
+        assert auto.nit == plain.nit == 300 and auto.nfev == plain.nfev + measurements(300)
+        assert np.array_equal(auto.trace["fun"], plain.trace["fun"])  # the same iterates
+        assert auto.fun <= plain.fun  # x0 and repeats are evaluated points too
+    else:  # both converge (by xtol, within 300 iterations)
+        assert auto.trace["fun"][1] != plain.trace["fun"][1]
+        assert auto.success and plain.success and max(auto.fun, plain.fun) < 1e-12
 
 
 def test_outliers_missed_at_x0_are_found_by_a_repeat_of_the_best_point():

@@ -438,6 +438,7 @@ class Optimizer:
         if step.control is None:
             safeguard.progressed(f_estimate, step.x)
         told = self._coordinates.values(np.asarray(values, dtype=np.float64))  # checked floats
+        self._noise.tell_start(step, self.nit, self._coordinates.f_unit)
         # the stopping rules read the method's f estimate (the curvature model's removes its
         # smoothing bias, which grows as the model learns)
         f_estimate = step.f_estimate(told) * self._coordinates.f_unit

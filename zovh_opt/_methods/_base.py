@@ -278,6 +278,11 @@ class AskTellMethod(PendingPoints):
         if self.control is not None:
             self.control.noise_found(variance)
 
+    def value_at_centre(self, value: float) -> None:
+        """``f`` at the current centre, measured outside the batches (the driver's
+        measurement of ``x0``), before the next `tell`; a method that can use it does (the
+        curvature models start their scale from it), the others ignore it."""
+
     def f_estimate(self, values: Any) -> float:
         """The estimate of ``f`` at the pending ask's centre from its ``values`` (NumPy
         float64), which the step rule judges by: their mean, less the smoothing bias where the

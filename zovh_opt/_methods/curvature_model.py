@@ -23,6 +23,14 @@ from .zovh import PAPER_ONLY, ZoVH
 # memory kept grows as N - 1.
 MODEL_HISTORY = 4
 
+# With f known at the start (the driver's measurement of x0), the model's first curvature is the
+# one the first pairs measure, within a factor FIRST_STEP_RANGE below the scale that makes the
+# first step 0.1 l: the first step is at most FIRST_STEP_RANGE times that long (a flat start
+# takes the longest). COCO bbob-largescale d = 80, instances 1-3, zovh alone,
+# fraction of triples at 10 d / 100 d: 0.037 / 0.184 without, 0.057 / 0.191 with a range of 10,
+# 0.079 / 0.185 with 100 (the docs' theory page, *The first step*).
+FIRST_STEP_RANGE = 100.0
+
 
 @dataclass
 class KeptPairs:
@@ -81,6 +89,7 @@ class CurvatureModelZoVH(ZoVH, GradientStepMethod):
         # |u_m|^2 of the pending ask's rows, on the host (nan: not drawn yet)
         self._host_norms = None
         self._gradient_scale = None  # (s, c) that the direction was formed with, for `jac`
+        self._centre_value = None  # f at the centre measured outside the batches, for `_start`
 
     @classmethod
     def storage_for(cls, dim: int, pairs: int, history: int, space: Any) -> str:
@@ -96,16 +105,49 @@ class CurvatureModelZoVH(ZoVH, GradientStepMethod):
         """The first step's length, ``0.1 l``: `_start` sets the model's scale by it."""
         return INITIAL_STEP * self.scale
 
+    def value_at_centre(self, value: float) -> None:
+        """``f`` at the centre, measured outside the batches (the driver's measurement of
+        ``x0``), for the next `tell`: before the model has a scale, it starts from the
+        curvature the first pairs measure against it (`_start`)."""
+        if not self.model.ready:
+            self._centre_value = float(value)
+
     def _start(self, values: Any) -> None:
-        """Set the model's scale so that the first step (rate 1) is ``0.1 l`` long; no start
-        while the gradient estimate is 0."""
+        """Set the model's scale so that the first step (rate 1) is ``0.1 l`` long; or, with
+        ``f`` known at the centre, to the curvature the pairs measure, at most
+        `FIRST_STEP_RANGE` times below that scale (`_measured_curvature`); no start while the
+        gradient estimate is 0."""
         P, d = self.n_directions, self.space.dim
         with np.errstate(over="ignore", invalid="ignore"):  # values too large: no start
             plus, minus = self.pair_split(values)
             delta = (plus - minus) / (2 * self.smoothing)
             length = self._combination_norm(delta)
         if math.isfinite(length) and length > 0:
-            self.model.start(length / ((d + P + 1) * self._first_step))
+            curvature = length / ((d + P + 1) * self._first_step)
+            if self._centre_value is not None:
+                curvature = self._measured_curvature(plus, minus, curvature)
+            self.model.start(curvature)
+
+    def _measured_curvature(self, plus: Any, minus: Any, scaled: float) -> float:
+        r"""The mean curvature along the pending directions,
+        :math:`c = \frac{2}{\mu^2 \overline{|u|^2}} \big(\overline{(y^+ + y^-)/2} - f(x)\big)`
+        (a pair's mean is :math:`f(x) + \frac{\mu^2}{2} u^T \nabla^2 f\, u + O(\mu^4)`),
+        kept at least ``scaled / FIRST_STEP_RANGE`` (``scaled``: the curvature of a first step
+        ``0.1 l`` long); that bound where the rise is within 64 roundings of the values
+        (``x0``'s dtype: a flat or linear start, the longest first step), and ``scaled``
+        where it is negative (a concave start says nothing of the scale; a start near a bound
+        measures the box map's folding) or not a number."""
+        mu, f0 = self.smoothing, self._centre_value
+        with np.errstate(over="ignore", invalid="ignore"):
+            mean = float(np.mean((plus + minus) / 2))
+            rise = mean - f0
+            curvature = 2 * rise / (mu * mu * float(np.mean(self._norms())))
+        rounding = 64 * float(np.finfo(self.space.dtype_name).eps) * max(abs(mean), abs(f0))
+        if not abs(rise) > rounding:
+            return scaled / FIRST_STEP_RANGE
+        if not 0 < curvature < math.inf:
+            return scaled
+        return max(curvature, scaled / FIRST_STEP_RANGE)
 
     def _f_estimate(self, values: Any, mean: float) -> float:
         if not self.model.ready:
@@ -164,6 +206,7 @@ class CurvatureModelZoVH(ZoVH, GradientStepMethod):
 
     def _clear_pending(self) -> None:
         self._host_norms = None
+        self._centre_value = None
 
     def discard(self) -> None:
         super().discard()

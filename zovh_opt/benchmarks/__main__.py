@@ -14,6 +14,7 @@ from . import (
     model_cost,
     noise,
     peers,
+    smooth,
     step,
     synthetic,
     tuning,
@@ -34,6 +35,7 @@ COMMANDS = {
     "model-cost": model_cost,
     "noise": noise,
     "memory": memory,
+    "smooth": smooth,
 }
 
 
