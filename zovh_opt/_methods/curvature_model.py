@@ -129,21 +129,23 @@ class CurvatureModelZoVH(ZoVH, GradientStepMethod):
             self.model.start(curvature)
 
     def _measured_curvature(self, plus: Any, minus: Any, scaled: float) -> float:
-        r"""The mean curvature along the pending directions,
-        :math:`c = \frac{2}{\mu^2 \overline{|u|^2}} \big(\overline{(y^+ + y^-)/2} - f(x)\big)`
-        (a pair's mean is :math:`f(x) + \frac{\mu^2}{2} u^T \nabla^2 f\, u + O(\mu^4)`),
-        kept at least ``scaled / FIRST_STEP_RANGE`` (``scaled``: the curvature of a first step
-        ``0.1 l`` long); that bound where the rise is within 64 roundings of the values
-        (``x0``'s dtype: a flat or linear start, the longest first step), and ``scaled``
-        where it is negative (a concave start says nothing of the scale; a start near a bound
-        measures the box map's folding) or not a number."""
+        r"""The curvature along the pending directions: the median over the pairs of
+        :math:`c_m = \frac{2}{\mu^2 |u_m|^2} \big((y^+_m + y^-_m)/2 - f(x)\big)` (a pair's
+        mean is :math:`f(x) + \frac{\mu^2}{2} u_m^T \nabla^2 f\, u_m + O(\mu^4)`; the median,
+        so that an outlier the measurement of ``x0`` missed does not set the scale), kept at
+        least ``scaled / FIRST_STEP_RANGE`` (``scaled``: the curvature of a first step
+        ``0.1 l`` long); that bound where every pair's rise is within 64 roundings of the
+        values (``x0``'s dtype: a flat or linear start, the longest first step), and
+        ``scaled`` where it is negative (a concave start says nothing of the scale; a start
+        near a bound measures the box map's folding) or not a number."""
         mu, f0 = self.smoothing, self._centre_value
         with np.errstate(over="ignore", invalid="ignore"):
-            mean = float(np.mean((plus + minus) / 2))
-            rise = mean - f0
-            curvature = 2 * rise / (mu * mu * float(np.mean(self._norms())))
-        rounding = 64 * float(np.finfo(self.space.dtype_name).eps) * max(abs(mean), abs(f0))
-        if not abs(rise) > rounding:
+            means = (plus + minus) / 2
+            rises = means - f0
+            curvature = float(np.median(2 * rises / (mu * mu * self._norms())))
+        eps = float(np.finfo(self.space.dtype_name).eps)
+        rounding = 64 * eps * max(float(np.max(np.abs(means))), abs(f0))
+        if not np.max(np.abs(rises)) > rounding:
             return scaled / FIRST_STEP_RANGE
         if not 0 < curvature < math.inf:
             return scaled
