@@ -15,6 +15,7 @@ import pytest
 
 import zovh_opt
 from zovh_opt import _robust
+from zovh_opt._methods.curvature_model import FIRST_STEP_RANGE
 from zovh_opt._noise import NoiseMonitor, measurements
 from zovh_opt._step_size import NOISE_CHECKED, StepSizeControl
 
@@ -30,24 +31,32 @@ def recorded(f):
     return fun, points, values
 
 
-@pytest.mark.parametrize("curvature", ["off", "diagonal"])
+@pytest.mark.parametrize("curvature", ["off", "auto"])
 def test_a_deterministic_run_is_the_run_of_noisy_false_plus_its_measurements(curvature):
-    """The same iterates, but for the curvature model's first scale, which the measured
-    f(x0) gives (`test_curvature`): the same first batch, then another start."""
     f = lambda x: float(np.sum(np.arange(1, 31) * (x - 0.3) ** 2))  # noqa: E731
     x0 = np.linspace(-1, 1, 30)
     options = {"maxiter": 300, "curvature": curvature}
     auto = zovh_opt.minimize(f, x0, rng=4, options=options)
     plain = zovh_opt.minimize(f, x0, rng=4, options={**options, "noisy": False})
-    assert auto.noise_std == 0.0 and "noise_std" not in plain and "Noise" not in auto.message
-    assert auto.trace["fun"][0] == plain.trace["fun"][0]
-    if curvature == "off":
-        assert auto.nit == plain.nit == 300 and auto.nfev == plain.nfev + measurements(300)
-        assert np.array_equal(auto.trace["fun"], plain.trace["fun"])  # the same iterates
-        assert auto.fun <= plain.fun  # x0 and repeats are evaluated points too
-    else:  # both converge (by xtol, within 300 iterations)
-        assert auto.trace["fun"][1] != plain.trace["fun"][1]
-        assert auto.success and plain.success and max(auto.fun, plain.fun) < 1e-12
+    assert auto.noise_std == 0.0 and "noise_std" not in plain
+    assert "Noise" not in auto.message and auto.nit == plain.nit == 300
+    assert np.array_equal(auto.trace["fun"], plain.trace["fun"])  # the same iterates
+    assert auto.nfev == plain.nfev + measurements(300)
+    assert auto.fun <= plain.fun  # x0 and repeats are evaluated points too
+
+
+@pytest.mark.parametrize("noisy", ["auto", False])
+def test_the_measured_f_x0_lets_a_flat_start_take_the_longest_first_step(noisy):
+    """The measurement of x0 gives the curvature model f(x0) (`NoiseMonitor.tell_start`):
+    on a linear f the first step is then FIRST_STEP_RANGE times 0.1 |x0| (test_curvature);
+    without the measurement, 0.1 |x0|."""
+    a = np.linspace(-1, 1, 20)
+    x0 = np.full(20, 0.5)
+    opt = zovh_opt.Optimizer(x0, "zovh", rng=0, options={"noisy": noisy, "maxfev": 1000})
+    while opt.nit < 1:
+        opt.tell([float(a @ x) for x in opt.ask()])
+    longest = FIRST_STEP_RANGE if noisy == "auto" else 1.0
+    assert np.linalg.norm(opt.x - x0) == pytest.approx(longest * 0.1 * np.linalg.norm(x0))
 
 
 def test_outliers_missed_at_x0_are_found_by_a_repeat_of_the_best_point():

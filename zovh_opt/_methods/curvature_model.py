@@ -23,12 +23,12 @@ from .zovh import PAPER_ONLY, ZoVH
 # memory kept grows as N - 1.
 MODEL_HISTORY = 4
 
-# With f known at the start (the driver's measurement of x0), the model's first curvature is the
-# one the first pairs measure, within a factor FIRST_STEP_RANGE below the scale that makes the
-# first step 0.1 l: the first step is at most FIRST_STEP_RANGE times that long (a flat start
-# takes the longest). COCO bbob-largescale d = 80, instances 1-3, zovh alone,
-# fraction of triples at 10 d / 100 d: 0.037 / 0.184 without, 0.057 / 0.191 with a range of 10,
-# 0.079 / 0.185 with 100 (the docs' theory page, *The first step*).
+# With f known at the start (the driver's measurement of x0), a start where the first pairs
+# measure no curvature (a linear f at the scale of the first step, whose Newton step is
+# unbounded) takes a first step FIRST_STEP_RANGE times the rule's 0.1 l.
+# Taking the measured curvature as the first scale everywhere was tried and dropped: 2x the
+# triples of COCO bbob-largescale within 10 d, level within 100 d, 5-7x higher gaps on the
+# smooth benchmark's deblurring at 50 d (the docs' theory page, *The first step*).
 FIRST_STEP_RANGE = 100.0
 
 
@@ -107,16 +107,15 @@ class CurvatureModelZoVH(ZoVH, GradientStepMethod):
 
     def value_at_centre(self, value: float) -> None:
         """``f`` at the centre, measured outside the batches (the driver's measurement of
-        ``x0``), for the next `tell`: before the model has a scale, it starts from the
-        curvature the first pairs measure against it (`_start`)."""
+        ``x0``), for the next `tell`: before the model has a scale, a start where the first
+        pairs measure no curvature takes the longest first step (`_start`)."""
         if not self.model.ready:
             self._centre_value = float(value)
 
     def _start(self, values: Any) -> None:
-        """Set the model's scale so that the first step (rate 1) is ``0.1 l`` long; or, with
-        ``f`` known at the centre, to the curvature the pairs measure, at most
-        `FIRST_STEP_RANGE` times below that scale (`_measured_curvature`); no start while the
-        gradient estimate is 0."""
+        """Set the model's scale so that the first step (rate 1) is ``0.1 l`` long, or
+        `FIRST_STEP_RANGE` times that where ``f`` is known at the centre and the pairs
+        measure no curvature there (`_flat`); no start while the gradient estimate is 0."""
         P, d = self.n_directions, self.space.dim
         with np.errstate(over="ignore", invalid="ignore"):  # values too large: no start
             plus, minus = self.pair_split(values)
@@ -124,32 +123,21 @@ class CurvatureModelZoVH(ZoVH, GradientStepMethod):
             length = self._combination_norm(delta)
         if math.isfinite(length) and length > 0:
             curvature = length / ((d + P + 1) * self._first_step)
-            if self._centre_value is not None:
-                curvature = self._measured_curvature(plus, minus, curvature)
+            if self._centre_value is not None and self._flat(plus, minus):
+                curvature /= FIRST_STEP_RANGE
             self.model.start(curvature)
 
-    def _measured_curvature(self, plus: Any, minus: Any, scaled: float) -> float:
-        r"""The curvature along the pending directions: the median over the pairs of
-        :math:`c_m = \frac{2}{\mu^2 |u_m|^2} \big((y^+_m + y^-_m)/2 - f(x)\big)` (a pair's
-        mean is :math:`f(x) + \frac{\mu^2}{2} u_m^T \nabla^2 f\, u_m + O(\mu^4)`; the median,
-        so that an outlier the measurement of ``x0`` missed does not set the scale), kept at
-        least ``scaled / FIRST_STEP_RANGE`` (``scaled``: the curvature of a first step
-        ``0.1 l`` long); that bound where every pair's rise is within 64 roundings of the
-        values (``x0``'s dtype: a flat or linear start, the longest first step), and
-        ``scaled`` where it is negative (a concave start says nothing of the scale; a start
-        near a bound measures the box map's folding) or not a number."""
-        mu, f0 = self.smoothing, self._centre_value
+    def _flat(self, plus: Any, minus: Any) -> bool:
+        r"""Whether the pairs measure no curvature: a pair's mean is
+        :math:`f(x) + \frac{\mu^2}{2} u_m^T \nabla^2 f\, u_m + O(\mu^4)` and its half
+        difference :math:`\mu\, \nabla f^T u_m + O(\mu^3)`; flat where every mean is within
+        :math:`\sqrt{\epsilon}` (``x0``'s dtype) of the largest half difference of ``f`` at the
+        centre (a linear ``f`` at this scale, up to rounding)."""
+        f0 = self._centre_value
         with np.errstate(over="ignore", invalid="ignore"):
-            means = (plus + minus) / 2
-            rises = means - f0
-            curvature = float(np.median(2 * rises / (mu * mu * self._norms())))
-        eps = float(np.finfo(self.space.dtype_name).eps)
-        rounding = 64 * eps * max(float(np.max(np.abs(means))), abs(f0))
-        if not np.max(np.abs(rises)) > rounding:
-            return scaled / FIRST_STEP_RANGE
-        if not 0 < curvature < math.inf:
-            return scaled
-        return max(curvature, scaled / FIRST_STEP_RANGE)
+            bend = float(np.max(np.abs((plus + minus) / 2 - f0)))
+            slope = float(np.max(np.abs(plus - minus))) / 2
+        return bend <= math.sqrt(float(np.finfo(self.space.dtype_name).eps)) * slope
 
     def _f_estimate(self, values: Any, mean: float) -> float:
         if not self.model.ready:
