@@ -167,12 +167,12 @@ def minimize(
         by ``2**(-1/5)``; the next iteration measures ``c`` again). The first step is
         ``0.1 |x0|`` long (``0.1 sqrt(d)`` from ``x0 = 0``). ``f -> s f`` leaves every iterate
         unchanged. With the curvature model ``eta`` is a trust factor of at most 1 on the
-        model's Newton step, with a trust radius; the model's first scale is the curvature
-        its first pairs measure against ``f(x0)`` where ``x0`` was measured and ``f`` found
-        deterministic (``noisy="auto"``), the first step then up to 100 times as long. A
-        float is the paper's Algorithm 1, ``x <- x - eta * p`` after every iteration, with
-        ``smoothing`` and ``regularization`` at the paper's 0.1 unless given and no
-        tolerance stop unless given; divergence then restarts with a quarter of it.
+        model's Newton step, with a trust radius, and where ``x0`` was measured, ``f``
+        found deterministic (``noisy="auto"``) and the first pairs measure no curvature (a
+        linear ``f``), the first step is 100 times as long. A float is the paper's
+        Algorithm 1, ``x <- x - eta * p`` after every iteration, with ``smoothing`` and
+        ``regularization`` at the paper's 0.1 unless given and no tolerance stop unless
+        given; divergence then restarts with a quarter of it.
     smoothing : float or "auto", default "auto"
         Smoothing radius :math:`\\mu`, in the units of ``x``: queries are ``x + mu * u``
         with ``u ~ N(0, I)``, at a distance of about ``mu sqrt(d)``. With the step rule,

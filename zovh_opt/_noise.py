@@ -126,8 +126,8 @@ class NoiseMonitor:
     def tell_start(self, method: Any, nit: int, f_unit: float) -> None:
         """At the first iteration (its batch is around ``x0``), give the ``method`` the value
         of ``f(x0)`` in the run's unit of ``f``, where it was measured and the objective looks
-        deterministic (the values there agree): the curvature models start their scale from
-        it (`zovh_opt._methods.curvature_model`)."""
+        deterministic (the values there agree): a curvature model takes the longest first
+        step from a flat start (`zovh_opt._methods.curvature_model`)."""
         if nit != 1 or self.detected or not self.values or not math.isfinite(self.values[0]):
             return
         method.value_at_centre(self.values[0] / f_unit)

@@ -280,8 +280,8 @@ class AskTellMethod(PendingPoints):
 
     def value_at_centre(self, value: float) -> None:
         """``f`` at the current centre, measured outside the batches (the driver's
-        measurement of ``x0``), before the next `tell`; a method that can use it does (the
-        curvature models start their scale from it), the others ignore it."""
+        measurement of ``x0``), before the next `tell`; a method that can use it does (a
+        curvature model's first step from a flat start), the others ignore it."""
 
     def f_estimate(self, values: Any) -> float:
         """The estimate of ``f`` at the pending ask's centre from its ``values`` (NumPy

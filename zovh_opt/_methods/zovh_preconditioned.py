@@ -52,11 +52,11 @@ class PreconditionedZoVH(CurvatureModelZoVH, curvature="diagonal"):
        (`zovh_opt.estimators.diagonal_hessian_error`).
 
     The first direction sets the model's scale so that the first step is ``0.1 l`` long
-    (``l = |x0|``, as the step rule's first step), or, given ``f(x0)`` (`value_at_centre`,
-    which `zovh_opt.minimize` calls after measuring ``x0``), to the curvature the first pairs
-    measure (`CurvatureModelZoVH._measured_curvature`); so ``f -> a f`` leaves the iterates
-    as they were. The step rule judges a trial by the batch mean less the model's smoothing bias
-    :math:`\frac{\mu^2}{2} c \overline{\|u\|^2}`.
+    (``l = |x0|``, as the step rule's first step), or 100 times that where ``f(x0)`` is
+    known (`value_at_centre`, which `zovh_opt.minimize` calls after measuring ``x0``) and
+    the first pairs measure no curvature (`CurvatureModelZoVH._flat`); so ``f -> a f``
+    leaves the iterates as they were. The step rule judges a trial by the batch mean less
+    the model's smoothing bias :math:`\frac{\mu^2}{2} c \overline{\|u\|^2}`.
 
     The directions are rows of their own random streams (`zovh_opt._direction_block`): a
     point draws its one direction, and the step's two passes (the kept pairs' inner products
