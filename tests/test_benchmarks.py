@@ -206,3 +206,38 @@ def test_memory_quick(tmp_path):
         assert row["seeds"]["peak"] < row["vectors"]["peak"] and row["auto"] == "vectors"
         times = row["vectors"]["own_us"] + row["seeds"]["own_us"]
         assert all(math.isfinite(t) and t > 0 for t in times)
+
+
+@pytest.mark.parametrize("name", ["deblur-1d", "deblur-2d", "logistic"])
+def test_the_smooth_problems_optimum_is_stationary(name):
+    """f* of the smooth benchmark (exact in Fourier space, or L-BFGS-B with the exact
+    gradient): central differences along random directions vanish at x_opt, relative to x0's."""
+    from zovh_opt.benchmarks.smooth import make_problem
+
+    problem = make_problem(name, 2000)
+    U = np.random.default_rng(0).standard_normal((4, 2000))
+
+    def slopes(x):
+        h = 1e-4
+        return np.array([(problem(x + h * u) - problem(x - h * u)) / (2 * h) for u in U])
+
+    assert np.max(np.abs(slopes(problem.x_opt))) < 1e-6 * np.max(np.abs(slopes(0 * U[0])))
+    assert problem.f_opt == pytest.approx(problem(problem.x_opt), rel=1e-15)
+
+
+def test_the_smooth_benchmark_counts_and_cuts_the_evaluations(tmp_path):
+    """``Counted`` is a hard budget that reads the best value at each mark; the quick run's
+    robust fact: L-BFGS-B (FD) cannot form a gradient within d evaluations, and is far ahead
+    at 10 d on the smooth deblurring problem."""
+    from zovh_opt.benchmarks._common import BudgetExhausted
+    from zovh_opt.benchmarks.smooth import Counted
+
+    fun = Counted(lambda x: float(x), [2, 4])
+    assert [fun(v) for v in (3.0, 1.0, 2.0, 5.0)] == [3.0, 1.0, 2.0, 5.0]
+    assert fun.finish() == {2: 1.0, 4: 1.0}
+    with pytest.raises(BudgetExhausted):
+        fun(0.0)
+    record = quick("smooth", tmp_path)
+    gaps = {r["solver"]: r["gaps"] for r in record["data"]}
+    assert gaps["L-BFGS-B (FD)"]["2000"] > 0.9  # the best value within d: about f(x0)
+    assert gaps["L-BFGS-B (FD)"]["20000"] < 1e-3 * gaps["zovh"]["20000"]

@@ -106,11 +106,11 @@ def test_the_first_step_is_the_models_newton_step_a_tenth_of_x0_long():
 
 
 @pytest.mark.parametrize("kind", ["linear", "quadratic"])
-def test_with_f_x0_known_a_flat_start_takes_the_longest_first_step(kind):
+@pytest.mark.parametrize("d", [20, 50])  # the full model, the diagonal one
+def test_with_f_x0_known_a_flat_start_takes_the_longest_first_step(kind, d):
     """Given f(x0) (the driver's measurement), a start where the pairs measure no curvature
     (a linear f) takes a first step FIRST_STEP_RANGE times the rule's 0.1 |x0| (the step
     rule then judges it); any curvature keeps 0.1 |x0|."""
-    d = 20
     a = np.linspace(-1, 1, d)
     f = {"linear": lambda x: float(a @ x), "quadratic": lambda x: float(a @ x + x @ x)}[kind]
     x0 = np.full(d, 0.5)

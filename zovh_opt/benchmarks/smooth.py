@@ -38,7 +38,6 @@ PROBLEMS = ("deblur-1d", "deblur-2d", "logistic")
 SOLVERS = ("zovh", "L-BFGS-B (FD)")
 # zovh with options pinned: what the default chooses between
 VARIANTS = {"zovh-diagonal": {"curvature": "diagonal"}, "zovh-paper": {"curvature": "off"}}
-IMAGE_SHAPES = {2000: (40, 50), 20_000: (125, 160)}
 
 
 def _blur_kernel(width: float) -> np.ndarray:
@@ -79,7 +78,8 @@ class Deblur:
         for n in reversed(shape[:-1]):
             spectrum = _spectrum(self.kernel, n, real=False)[:, None] * spectrum
         B = np.fft.rfftn(self.b)
-        self.x_opt = np.fft.irfftn(spectrum * B / (spectrum**2 + lam), shape).ravel()
+        axes = tuple(range(len(shape)))
+        self.x_opt = np.fft.irfftn(spectrum * B / (spectrum**2 + lam), shape, axes).ravel()
         self.f_opt = self(self.x_opt)
 
     def _blur(self, x: np.ndarray) -> np.ndarray:
@@ -116,23 +116,32 @@ class Logistic:
         )
         self.x_opt, self.f_opt = res.x, float(res.fun)
 
+    def _value(self, w: np.ndarray, margins: np.ndarray) -> float:
+        return float(np.logaddexp(0, -margins).sum()) + 0.5 * self.lam * float(w @ w)
+
     def value_and_gradient(self, w: np.ndarray) -> tuple[float, np.ndarray]:
         margins = self.y * (self.X @ w)
-        value = float(np.logaddexp(0, -margins).sum()) + 0.5 * self.lam * float(w @ w)
         weights = -self.y * np.exp(-np.logaddexp(0, margins))  # -y sigmoid(-margin)
-        return value, self.X.T @ weights + self.lam * w
+        return self._value(w, margins), self.X.T @ weights + self.lam * w
 
     def __call__(self, w: np.ndarray) -> float:
         w = np.asarray(w, dtype=float)
-        margins = self.y * (self.X @ w)
-        return float(np.logaddexp(0, -margins).sum()) + 0.5 * self.lam * float(w @ w)
+        return self._value(w, self.y * (self.X @ w))
+
+
+def image_shape(dim: int) -> tuple[int, int]:
+    """``deblur-2d``'s image: ``rows x columns = dim`` with ``rows`` the largest divisor of
+    ``dim`` at most ``sqrt(dim)`` (40 x 50 for 2000, 125 x 160 for 20 000)."""
+    rows = max(n for n in range(1, math.isqrt(dim) + 1) if dim % n == 0)
+    return rows, dim // rows
 
 
 def make_problem(name: str, dim: int) -> Any:
+    """One of `PROBLEMS` in ``dim`` dimensions (module docstring)."""
     if name == "deblur-1d":
         return Deblur((dim,), width=3.0)
     if name == "deblur-2d":
-        return Deblur(IMAGE_SHAPES[dim], width=2.0)
+        return Deblur(image_shape(dim), width=2.0)
     if name == "logistic":
         return Logistic(dim)
     raise ValueError(f"unknown problem {name!r}")
