@@ -225,18 +225,9 @@ def test_the_smooth_problems_optimum_is_stationary(name):
     assert problem.f_opt == pytest.approx(problem(problem.x_opt), rel=1e-15)
 
 
-def test_the_smooth_benchmark_counts_and_cuts_the_evaluations(tmp_path):
-    """``Counted`` is a hard budget that reads the best value at each mark; the quick run's
-    robust fact: L-BFGS-B (FD) cannot form a gradient within d evaluations, and is far ahead
-    at 10 d on the smooth deblurring problem."""
-    from zovh_opt.benchmarks._common import BudgetExhausted
-    from zovh_opt.benchmarks.smooth import Counted
-
-    fun = Counted(lambda x: float(x), [2, 4])
-    assert [fun(v) for v in (3.0, 1.0, 2.0, 5.0)] == [3.0, 1.0, 2.0, 5.0]
-    assert fun.finish() == {2: 1.0, 4: 1.0}
-    with pytest.raises(BudgetExhausted):
-        fun(0.0)
+def test_the_smooth_benchmarks_quick_run(tmp_path):
+    """The quick run's robust fact: L-BFGS-B (FD) cannot form a gradient within d
+    evaluations, and is far ahead at 10 d on the smooth deblurring problem."""
     record = quick("smooth", tmp_path)
     gaps = {r["solver"]: r["gaps"] for r in record["data"]}
     assert gaps["L-BFGS-B (FD)"]["2000"] > 0.9  # the best value within d: about f(x0)

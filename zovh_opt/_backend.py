@@ -301,21 +301,18 @@ class ArraySpace:
     def free_memory(self) -> int | None:
         """Bytes free on the run's GPU, as PyTorch or CuPy report them; None on the CPU (where
         the operating system's figure counts caches and other processes' promises)."""
-        if self.compute_device == "cpu" or not (
-            array_api_compat.is_torch_namespace(self.user)
-            or array_api_compat.is_cupy_namespace(self.user)
-        ):
+        if self.compute_device == "cpu":
             return None
         if array_api_compat.is_cupy_namespace(self.user):
             import cupy
 
             with self.device:
                 return int(cupy.cuda.runtime.memGetInfo()[0])
-        import torch
+        if array_api_compat.is_torch_namespace(self.user) and self.device.type == "cuda":
+            import torch
 
-        if getattr(self.device, "type", None) != "cuda":
-            return None
-        return int(torch.cuda.mem_get_info(self.device)[0])
+            return int(torch.cuda.mem_get_info(self.device)[0])
+        return None
 
     def describe(self) -> dict[str, str | int]:
         """The array library, device, dtype and dimension, as plain data (see `described`)."""

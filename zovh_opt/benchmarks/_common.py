@@ -21,11 +21,32 @@ from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 PACKAGES = ("zovh-opt", "numpy", "scipy", "array-api-compat", "matplotlib", "torch", "cma")
 
 
 class BudgetExhausted(Exception):
     """Raised by a budgeted objective of a peer comparison when its budget is spent."""
+
+
+class Budgeted:
+    """``f`` (plus noise) with a hard evaluation budget; remembers the best point evaluated."""
+
+    def __init__(self, f: Any, budget: int, sigma: float, seed: int) -> None:
+        self.f, self.budget, self.sigma = f, budget, sigma
+        self.noise = np.random.default_rng(seed)
+        self.nfev = 0
+        self.best_value, self.best_x = np.inf, None
+
+    def __call__(self, x: np.ndarray) -> float:
+        if self.nfev >= self.budget:
+            raise BudgetExhausted
+        self.nfev += 1
+        value = float(self.f(x)) + (self.sigma * self.noise.standard_normal() if self.sigma else 0)
+        if value < self.best_value:
+            self.best_value, self.best_x = value, np.array(x, dtype=float)
+        return value
 
 
 def add_common_arguments(parser: argparse.ArgumentParser, name: str) -> None:

@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 
 from .. import problems
-from ._common import BudgetExhausted, Report, fmt, pyplot, run_jobs
+from ._common import Budgeted, BudgetExhausted, Report, fmt, pyplot, run_jobs
 
 NAME = "peers"
 
@@ -37,25 +37,6 @@ PROBLEMS = {
 }
 CONTENDERS = ("zovh", "L-BFGS-B (FD)", "Powell", "sep-CMA-ES")
 POWELL_MEMORY = 1e9  # bytes of the direction matrix above which Powell is not run
-
-
-class Budgeted:
-    """``f`` (plus noise) with a hard evaluation budget; remembers the best point evaluated."""
-
-    def __init__(self, f: Any, budget: int, sigma: float, seed: int) -> None:
-        self.f, self.budget, self.sigma = f, budget, sigma
-        self.noise = np.random.default_rng(seed)
-        self.nfev = 0
-        self.best_value, self.best_x = np.inf, None
-
-    def __call__(self, x: np.ndarray) -> float:
-        if self.nfev >= self.budget:
-            raise BudgetExhausted
-        self.nfev += 1
-        value = float(self.f(x)) + (self.sigma * self.noise.standard_normal() if self.sigma else 0)
-        if value < self.best_value:
-            self.best_value, self.best_x = value, np.array(x, dtype=float)
-        return value
 
 
 def solve(job: tuple[str, str, str, int, dict[str, Any]]) -> dict[str, Any]:

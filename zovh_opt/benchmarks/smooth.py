@@ -18,8 +18,8 @@ with the exact gradient (``gtol = 1e-12``) for the logistic one. The measure is 
 gap ``(f_best - f*) / (f(x0) - f*)`` of the best value found within ``n d`` evaluations:
 for ``zovh`` a run with ``maxfev = n d`` for each budget (the default's choices depend on
 ``maxfev``), median over seeds with the smallest and largest in brackets; L-BFGS-B is
-deterministic and runs once, its evaluations counted by the objective itself (``maxfun`` is
-checked between its iterations only), its best value read at each budget.
+deterministic (one run per budget: the same iterates, cut there), its evaluations counted by
+the objective itself (``maxfun`` is checked between its iterations only).
 """
 
 from __future__ import annotations
@@ -31,7 +31,15 @@ from typing import Any
 
 import numpy as np
 
-from ._common import BudgetExhausted, Report, add_common_arguments, fmt, pyplot, run_jobs
+from ._common import (
+    Budgeted,
+    BudgetExhausted,
+    Report,
+    add_common_arguments,
+    fmt,
+    pyplot,
+    run_jobs,
+)
 
 NAME = "smooth"
 PROBLEMS = ("deblur-1d", "deblur-2d", "logistic")
@@ -147,28 +155,16 @@ def make_problem(name: str, dim: int) -> Any:
     raise ValueError(f"unknown problem {name!r}")
 
 
-class Counted:
-    """``fun`` with a hard budget that records the best value after each evaluation count
-    of ``marks``."""
+def _run(solver: str, fun: Budgeted, x0: np.ndarray, budget: int, seed: int) -> None:
+    if solver == "L-BFGS-B (FD)":
+        from scipy.optimize import minimize as scipy_minimize
 
-    def __init__(self, fun: Any, marks: list[int]) -> None:
-        self.fun, self.marks = fun, sorted(marks)
-        self.nfev, self.best = 0, math.inf
-        self.at: dict[int, float] = {}
+        scipy_minimize(fun, x0, method="L-BFGS-B", options={"maxfun": budget})
+    else:
+        from .._minimize import minimize
 
-    def __call__(self, x: Any) -> float:
-        if self.nfev >= self.marks[-1]:
-            raise BudgetExhausted
-        value = self.fun(x)
-        self.nfev += 1
-        self.best = min(self.best, value)
-        if self.nfev in self.marks:
-            self.at[self.nfev] = self.best
-        return value
-
-    def finish(self) -> dict[int, float]:
-        """The best value at every mark (a run that stopped early keeps its last best)."""
-        return {m: self.at.get(m, self.best) for m in self.marks}
+        options = {"maxfev": budget, **VARIANTS.get(solver, {})}
+        minimize(fun, x0, method="zovh", rng=seed, options=options)
 
 
 def solve(job: tuple[str, str, int, list[int], int]) -> dict[str, Any]:
@@ -180,26 +176,13 @@ def solve(job: tuple[str, str, int, list[int], int]) -> dict[str, Any]:
     gaps = {}
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        if solver == "L-BFGS-B (FD)":
-            from scipy.optimize import minimize as scipy_minimize
-
-            fun = Counted(problem, budgets)
+        for budget in budgets:  # L-BFGS-B is deterministic: the same iterates, cut there
+            fun = Budgeted(problem, budget, sigma=0.0, seed=0)
             try:
-                scipy_minimize(fun, x0, method="L-BFGS-B", options={"maxfun": budgets[-1]})
+                _run(solver, fun, x0, budget, seed)
             except BudgetExhausted:
                 pass
-            gaps = fun.finish()
-        else:
-            from .._minimize import minimize
-
-            for budget in budgets:
-                fun = Counted(problem, [budget])
-                options = {"maxfev": budget, **VARIANTS.get(solver, {})}
-                try:
-                    minimize(fun, x0, method="zovh", rng=seed, options=options)
-                except BudgetExhausted:  # pragma: no cover - maxfev is a hard budget
-                    pass
-                gaps[budget] = fun.finish()[budget]
+            gaps[budget] = fun.best_value
     relative = {b: (v - problem.f_opt) / (f0 - problem.f_opt) for b, v in gaps.items()}
     return {"solver": solver, "problem": name, "dim": dim, "seed": seed, "gaps": relative}
 
