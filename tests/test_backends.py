@@ -30,6 +30,7 @@ HOST_ALGEBRA = {
     "_coordinates.py",  # the units' powers of two, from the dtype's range
     "_driver_options.py",  # x_scale read on the host, once
     "_robust.py",  # medians of a batch's P host floats
+    "_carried_transport.py",  # the kept rows' P products for the next step, host floats
 }
 
 

@@ -23,6 +23,7 @@ between host and device.
 
 from __future__ import annotations
 
+import functools
 import math
 import numbers
 from collections.abc import Mapping, Sequence
@@ -31,6 +32,8 @@ from typing import Any
 
 import array_api_compat
 import numpy as np
+
+from . import _threads
 
 __all__ = [
     "STREAM_COLUMNS",
@@ -535,11 +538,16 @@ class DirectionSource:
             raise ValueError(f"block {block} or column chunk {column_chunk} out of range")
         self.stream(_splitmix64((block << 24) | column_chunk))
 
-    def stream(self, h: int) -> np.random.Generator:
-        """The source's SFC64 generator at the start of the stream with word ``h`` (a
-        SplitMix64 hash): seeded as NumPy seeds SFC64, three words (hashes of the run's key
-        with ``h``, and ``h``), counter 1, twelve outputs discarded."""
-        gen, state = self.sfc64(), self._sfc64_state
+    def stream(self, h: int, own: bool = False) -> np.random.Generator:
+        """The source's SFC64 generator (``own``: a new one, for a thread of its own) at the
+        start of the stream with word ``h`` (a SplitMix64 hash): seeded as NumPy seeds SFC64,
+        three words (hashes of the run's key with ``h``, and ``h``), counter 1, twelve outputs
+        discarded."""
+        if own:
+            gen = np.random.Generator(np.random.SFC64(0))
+            state = gen.bit_generator.state
+        else:
+            gen, state = self.sfc64(), self._sfc64_state
         state["state"]["state"][:] = (
             _splitmix64(self.key[0] ^ h),
             _splitmix64(self.key[1] ^ h),
@@ -588,7 +596,7 @@ class RowStreams:
             array_api_compat.is_torch_namespace(space.user) and not source.draws_spans(space)
         ):
             self._native = "cupy" if array_api_compat.is_cupy_namespace(space.user) else "torch"
-        self._states: list | None = None  # NumPy: each row's SFC64 state between spans
+        self._generators: list | None = None  # each row's generator, at its next column
 
     @staticmethod
     def span_width(source: DirectionSource, space: ArraySpace) -> int:
@@ -618,25 +626,49 @@ class RowStreams:
             self._native_span(gen, out[start : min(start + self.width, n)])
         return out
 
+    def rows(self, out: Sequence[Any]) -> None:
+        """Every row whole, the ``i``-th into the contiguous ``(d,)`` array ``out[i]``; NumPy
+        draws them in threads (`zovh_opt._threads`), with the bits of `row`."""
+        if self._native is not None or not self.space.numpy:
+            for i, o in enumerate(out):
+                self.row(i, o)
+            return
+
+        def draw(rows: range) -> None:
+            for i in rows:
+                gen = self._source.stream(self._words[i], own=True)
+                gen.standard_normal(dtype=out[i].dtype, out=out[i])
+
+        parts = _threads.groups(len(out), self.space.dim)
+        _threads.run([functools.partial(draw, rows) for rows in parts])
+
     def fill(self, out: Any) -> Any:
         """The next ``out.shape[1]`` columns of every row (at most ``width``), written into
         the rows of ``out``, each contiguous."""
-        if self._native is not None:
-            if self._states is None:
-                self._states = [self._native_generator(h) for h in self._words]
-            for i, gen in enumerate(self._states):
-                self._native_span(gen, out[i, ...])
-            return out
-        if self._states is None:
-            self._states = []
-            for h in self._words:
-                self._states.append(self._source.stream(h).bit_generator.state)
-        gen = self._source.sfc64()
-        for i, state in enumerate(self._states):
-            gen.bit_generator.state = state
-            self._numpy_span(gen, out[i, ...])
-            self._states[i] = gen.bit_generator.state
+        self.start_fill(out).finish()
         return out
+
+    def start_fill(self, out: Any) -> _threads.Batch:
+        """`fill`, begun: NumPy draws the rows as tasks of the draws' threads
+        (`zovh_opt._threads`); finish the batch before reading ``out``."""
+        if self._native is not None:
+            if self._generators is None:
+                self._generators = [self._native_generator(h) for h in self._words]
+            for i, gen in enumerate(self._generators):
+                self._native_span(gen, out[i, ...])
+            return _threads.Batch([]).start()
+        if self._generators is None:  # a generator a row: tasks run on any thread
+            self._generators = [self._source.stream(h, own=True) for h in self._words]
+        gens = self._generators
+        if not self.space.numpy or len(_threads.groups(len(gens), out.shape[1])) == 1:
+            for i, gen in enumerate(gens):
+                self._numpy_span(gen, out[i, ...])
+            return _threads.Batch([]).start()
+        tasks = [
+            functools.partial(gen.standard_normal, dtype=out.dtype, out=out[i, ...])
+            for i, gen in enumerate(gens)
+        ]
+        return _threads.Batch(tasks).start()
 
     def _numpy_span(self, gen: np.random.Generator, out: Any) -> None:
         if self.space.numpy:

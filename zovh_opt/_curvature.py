@@ -64,19 +64,24 @@ class DiagonalCurvature:
         self.shape = space.zeros((space.dim,))
         self._refresh()
 
-    def update(self, error: Any) -> None:
-        """Move ``log h`` by the measured error ``e`` of the model in whitened coordinates."""
+    def update(self, error: Any) -> float | None:
+        r"""Move ``log h`` by the measured error ``e`` of the model in whitened coordinates.
+        Returns :math:`\kappa` with :math:`h_{new} = \kappa\, h\, e^{\beta \rho}` (the part
+        of the change that is not local to each coordinate), or None where nothing was
+        learned."""
         xp = self.space.xp
         rho = xp.clip(error / self.curvature, -1.0, 1.0)
         mean = float(xp.mean(rho))
         if not math.isfinite(mean):  # values too large to difference: nothing learned
-            return
+            return None
         self.curvature *= math.exp(SCALE_RATE * mean)
         rho -= mean
         rho *= SHAPE_RATE
         self.shape += rho
-        self.shape -= float(xp.mean(self.shape))  # mean 0 up to rounding: keep it there
+        recentred = float(xp.mean(self.shape))
+        self.shape -= recentred  # mean 0 up to rounding: keep it there
         self._refresh()
+        return math.exp((SCALE_RATE - SHAPE_RATE) * mean - recentred)
 
     @property
     def snapshot(self) -> Any:

@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
+from . import _threads
 from ._backend import ArraySpace, DirectionSource, RowStreams
 
 
@@ -67,47 +68,69 @@ class DirectionBlock:
 
     def row(self, m: int) -> Any:
         """``u_m``: a view of the held rows, or a new ``(d,)`` array drawn from its stream."""
+        return self.rows_from(m, 1)[0]
+
+    def rows_from(self, m: int, count: int, out: list[Any] | None = None) -> list[Any]:
+        """``u_m .. u_{m + count - 1}`` (`row`'s), drawn side by side in threads where they
+        are not held (`zovh_opt._threads`), into the ``(d,)`` arrays ``out`` where given."""
         if self.rows is not None:
-            return self.rows[m, ...]
+            return [self.rows[i, ...] for i in range(m, m + count)]
         if self.layout == "block":
-            return self._draw_all()[m, ...]
-        out = self._space.empty((self._space.dim,))
-        return RowStreams(self._source, self.block, range(m, m + 1), self._space).row(0, out)
+            block = self._draw_all()
+            return [block[i, ...] for i in range(m, m + count)]
+        if out is None:
+            out = [self._space.empty((self._space.dim,)) for _ in range(count)]
+        RowStreams(self._source, self.block, range(m, m + count), self._space).rows(out)
+        return out
 
     def spans(self) -> Iterator[tuple[slice, Any]]:
         """``(columns, U)`` span after span: ``U`` the ``(n, w)`` rows of those columns, drawn
-        into a scratch (the same array each time: use it before the next span), or the held
-        rows' columns. NumPy's BLAS (OpenBLAS) forms a product of a view of held rows with
-        the bits it forms for the same numbers in the scratch (tested), so NumPy reads held
-        rows in place; other libraries copy them into the scratch first."""
+        into a scratch (use it before the next span), or the held rows' columns. Drawn rows
+        are drawn a span ahead, into a second scratch, by the draws' threads
+        (`zovh_opt._threads`) while the caller works on the span it has. NumPy's BLAS
+        (OpenBLAS) forms a product of a view of held rows with the bits it forms for the
+        same numbers in the scratch (tested), so NumPy reads held rows in place; other
+        libraries copy them into the scratch first."""
         space, (n, d) = self._space, self.shape
         rows = self.rows if self.rows is not None or self.layout == "rows" else self._draw_all()
-        streams = None
-        if rows is None:
-            streams = RowStreams(self._source, self.block, range(n), space)
         width = RowStreams.span_width(self._source, space)
-        in_place = rows is not None and space.numpy
-        scratch = None if in_place else space.empty((n, min(width, d)))
-        for start in range(0, d, width):
-            columns = slice(start, min(start + width, d))
-            if in_place:
+        starts = range(0, d, width)
+        if rows is not None and space.numpy:
+            for start in starts:
+                columns = slice(start, min(start + width, d))
                 yield columns, rows[:, columns]
-                continue
-            U = scratch[:, : columns.stop - start]
-            if rows is None:
-                streams.fill(U)
-            else:
+            return
+        if rows is not None:
+            scratch = space.empty((n, min(width, d)))
+            for start in starts:
+                columns = slice(start, min(start + width, d))
+                U = scratch[:, : columns.stop - start]
                 U[...] = rows[:, columns]
-            yield columns, U
+                yield columns, U
+            return
+        streams = RowStreams(self._source, self.block, range(n), space)
+        # a second scratch where threads draw and the spans are many (few: the scratch would be
+        # a large part of d, and the first span, which nothing overlaps, a large part of the pass)
+        ahead = len(starts) >= 8 and _threads.threads() > 1
+        scratch = [space.empty((n, min(width, d))) for _ in range(2 if ahead else 1)]
+
+        def begin(k: int) -> Any:
+            U = scratch[k % len(scratch)][:, : min(width, d - starts[k])]
+            return U, streams.start_fill(U)
+
+        following = begin(0)
+        for k, start in enumerate(starts):
+            U, batch = following if following is not None else begin(k)
+            batch.finish()
+            following = begin(k + 1) if ahead and k + 1 < len(starts) else None
+            yield slice(start, start + U.shape[1]), U
 
     def _draw_all(self, out: Any = None) -> Any:
         space, (n, d) = self._space, self.shape
         if self.layout == "block":
             return self._source.draw(self.block, n, space)
         out = space.empty((n, d)) if out is None else out
-        streams = RowStreams(self._source, self.block, range(n), space)
-        for m in range(n):
-            streams.row(m, out[m, ...])
+        RowStreams(self._source, self.block, range(n), space).rows([out[m, ...] for m in range(n)])
         return out
 
 
@@ -116,11 +139,14 @@ def weighted_sums(
     blocks: Sequence[tuple[DirectionBlock, Any]],
     coefficients: Sequence[Any] | None,
     weights: Any,
+    also: Callable[[slice, list[Any], Any, Any], None] | None = None,
 ) -> tuple[Any, Any]:
     r"""One pass over the spans of ``blocks``, pairs ``(rows U_b, whitening s_b or None)``:
     :math:`\sum_b s_b \circ (a_b U_b)` for the ``coefficients`` ``a_b`` (compute arrays;
     None: not formed) and :math:`w\, U_0^{\circ 2}` for the host ``weights`` ``w`` of the
-    first block's rows (None: not formed). Returns the two ``(d,)`` arrays (or None)."""
+    first block's rows (None: not formed). Returns the two ``(d,)`` arrays (or None).
+    ``also(columns, U, step, error)``, where given, is called on each span with the blocks'
+    rows and the two sums on those columns (or None), for more products of the same rows."""
     d = space.dim
     step = space.empty((d,)) if coefficients is not None else None
     error = space.empty((d,)) if weights is not None else None
@@ -141,6 +167,13 @@ def weighted_sums(
         if error is not None:
             U = spans[0][1]
             error[columns] = w @ (U * U)
+        if also is not None:
+            also(
+                columns,
+                [U for _, U in spans],
+                None if step is None else step[columns],
+                None if error is None else error[columns],
+            )
     return step, error
 
 

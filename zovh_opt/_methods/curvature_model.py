@@ -181,7 +181,9 @@ class CurvatureModelZoVH(ZoVH, GradientStepMethod):
         if usable and self.history > 1:
             kept = self._keep(deltas)
         snapshot = self.model.snapshot  # the whitening of the step, before the model learns
-        step = self._step_and_learn(deltas if direction else None, c, weights)
+        step = self._step_and_learn(
+            deltas if direction else None, c, weights, keep=kept is not None
+        )
         if direction:
             self._direction, M = step
             self._gradient_scale = (snapshot, c, M)
@@ -292,10 +294,11 @@ class CurvatureModelZoVH(ZoVH, GradientStepMethod):
         raise NotImplementedError
 
     def _step_and_learn(
-        self, deltas: np.ndarray | None, c: float, weights: np.ndarray | None
+        self, deltas: np.ndarray | None, c: float, weights: np.ndarray | None, *, keep: bool
     ) -> tuple[Any, int] | None:
         """The model's Newton step for ``deltas`` and the kept pairs, with its ``M`` (None
-        without ``deltas``), and the model's update from the pair ``weights`` (None: none)."""
+        without ``deltas``), and the model's update from the pair ``weights`` (None: none);
+        ``keep``: the pending pairs will be kept for the next steps."""
         raise NotImplementedError
 
     def _let_go(self, rows: Any) -> None:

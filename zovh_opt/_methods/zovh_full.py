@@ -76,7 +76,7 @@ class FullCurvatureZoVH(CurvatureModelZoVH, curvature="full"):
         return KeptPairs(self._rows[0], self.model.whitening, deltas, self._x, rows)
 
     def _step_and_learn(
-        self, deltas: Any | None, c: float, weights: Any | None
+        self, deltas: Any | None, c: float, weights: Any | None, *, keep: bool
     ) -> tuple[Any, int] | None:
         """The Newton step (``M`` pairs) as `PreconditionedZoVH`'s, with matrix products over
         the held rows, then the model's update from the pair ``weights``."""

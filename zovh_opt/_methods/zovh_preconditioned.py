@@ -8,7 +8,9 @@ from typing import Any
 
 import numpy as np
 
-from .._curvature import DiagonalCurvature, DiagonalOperator
+from .. import _threads
+from .._carried_transport import CarriedTransport
+from .._curvature import SHAPE_RATE, DiagonalCurvature, DiagonalOperator
 from .._direction_block import DirectionBlock, inner_products, weighted_sums
 from .curvature_model import CurvatureModelZoVH, KeptPairs, default_pairs
 
@@ -82,7 +84,10 @@ class PreconditionedZoVH(CurvatureModelZoVH, curvature="diagonal"):
         super().__init__(x0, rng=rng, **options)
         self._row_layout = "rows"  # checkpoints written before 0.6: "block"
         self._spare = None  # held rows no longer used, to draw the next block into
-        self._last_row = None  # (m, s u_m) of the latest point drawn without held rows
+        self._last_row = None  # (m, mu s u_m) of the latest pair asked for
+        self._ahead = None  # (m, u_m) drawn ahead of its pair's points (`_pending_row`)
+        self._row_buffers = None  # where `_pending_row` draws rows that are not held (an ask)
+        self._carried: CarriedTransport | None = None  # the next transport, formed ahead
 
     @classmethod
     def storage_for(cls, dim: int, pairs: int, history: int, space: Any) -> str:
@@ -98,6 +103,7 @@ class PreconditionedZoVH(CurvatureModelZoVH, curvature="diagonal"):
     def _prepare(self) -> None:
         self._rows = (block := self.source.next_block(), self._draw_rows(block, self.n_directions))
         self._host_norms, self._last_row = np.full(self.n_directions, math.nan), None
+        self._ahead = None
 
     def _draw_rows(self, block: int, n: int) -> DirectionBlock:
         """Block ``block``'s ``n`` rows, held or not (`DirectionBlock`); held, they are drawn
@@ -120,20 +126,51 @@ class PreconditionedZoVH(CurvatureModelZoVH, curvature="diagonal"):
         asked for in order)."""
         if not self._asked:
             raise RuntimeError("there is no pending ask")
-        m, sign = i // 2, (self.smoothing, -self.smoothing)[i % 2]
-        if self._last_row is not None and self._last_row[0] == m:
-            w = self._last_row[1]
-        else:
-            u = self._rows[1].row(m)
-            if math.isnan(self._host_norms[m]):
-                self._host_norms[m] = float(self.xp.vecdot(u, u))
-            s = self.model.whitening
-            w = u * s if s is not None else u
-            if not self._rows[1].held:  # the pair's other point takes it as it is
-                self._last_row = (m, w)
-        point = w * sign
-        point += self._x
+        m = i // 2
+        if self._last_row is None or self._last_row[0] != m:
+            self._last_row = (m, self._scaled_row(m))
+        w = self._last_row[1]
+        point = self._x + w if i % 2 == 0 else self._x - w
         return self.space.to_user(point)
+
+    def _scaled_row(self, m: int) -> Any:
+        """``mu s u_m`` (and ``|u_m|^2`` into the pending norms)."""
+        u, own = self._pending_row(m)
+        if math.isnan(self._host_norms[m]):
+            self._host_norms[m] = float(self.xp.vecdot(u, u))
+        s = self.model.whitening
+        if s is None:
+            w = u * self.smoothing
+        else:
+            w = u if own else u * s
+            if own:
+                w *= s
+            w *= self.smoothing
+        return w
+
+    def _pending_row(self, m: int) -> tuple[Any, bool]:
+        """``u_m`` of the pending ask for its points, and whether it is the method's to
+        overwrite: a view of held rows; else drawn into one of two buffers (fresh memory of
+        this size costs a page fault per 4 KiB), and where threads draw
+        (`zovh_opt._threads`) two at a time, ``u_m`` and ``u_{m+1}`` side by side, the second
+        kept for the next pair."""
+        rows, ahead, self._ahead = self._rows[1], self._ahead, None
+        if rows.held:
+            return rows.row(m), False
+        if ahead is not None and ahead[0] == m:
+            return ahead[1], True
+        count = 2 if m + 1 < self.n_directions else 1
+        if len(_threads.groups(2, self.space.dim)) == 1:
+            count = 1
+        if self._row_buffers is None:
+            self._row_buffers = []
+        while len(self._row_buffers) < count:
+            self._row_buffers.append(self.space.empty((self.space.dim,)))
+        self._last_row = None  # its buffer is drawn into
+        drawn = rows.rows_from(m, count, out=self._row_buffers[:count])
+        if count == 2:
+            self._ahead = (m + 1, drawn[1])
+        return drawn[0], True
 
     def pending_points(self) -> Any:
         """The points of the pending ask, as a ``(2 P, d)`` array (`pending_point`'s rows)."""
@@ -169,57 +206,122 @@ class PreconditionedZoVH(CurvatureModelZoVH, curvature="diagonal"):
         return KeptPairs(block, self.model.whitening, deltas, self._x, held)
 
     def _step_and_learn(
-        self, deltas: np.ndarray | None, c: float, weights: np.ndarray | None
+        self, deltas: np.ndarray | None, c: float, weights: np.ndarray | None, *, keep: bool
     ) -> tuple[Any, int] | None:
         r"""The step of item 2 (class docstring) for the pending pairs' ``deltas`` and its
         number of pairs ``M`` (None without ``deltas``); and the model's update from the pair
         ``weights`` (none without), in one pass over the rows, span by span:
         :math:`p = \frac{1}{c (d + M + 1)} \sum_b s_b \circ \sum_m \delta'_{bm} u_{bm}`
-        and :math:`e = \sum_m w_m u_m^2`."""
+        and :math:`e = \sum_m w_m u_m^2`; in the same pass, the next iteration's transport
+        of the rows it will keep (``keep``: the pending ones too), `CarriedTransport`."""
         P, d = self.n_directions, self.space.dim
         blocks, coefficients, M = [], [], P * (1 + len(self._kept))
+        s = self.model.whitening
+        carried = []  # (position in blocks, block, s_b, x_b)
         if deltas is not None:
             scale = c * (d + M + 1)
-            blocks.append((self._rows[1], self.model.whitening))
+            blocks.append((self._rows[1], s))
             coefficients.append(self.space.from_host(deltas / scale))
             moved = self._moved_differences()
-            for kept, delta in zip(self._kept, moved, strict=True):
+            for j, (kept, delta) in enumerate(zip(self._kept, moved, strict=True)):
                 blocks.append((self._kept_block(kept), kept.whitening))
                 coefficients.append(self.space.from_host(delta / scale))
+                if keep and j < self.history - 2:
+                    carried.append((j + 1, kept.block, kept.whitening, kept.centre))
+        self._carried = None
         learn = weights is not None
         if not blocks and not learn:
             return None
         if not blocks:
             blocks.append((self._rows[1], None))
+        if keep:  # the pending pairs, measured at x
+            carried.insert(0, (0, self._rows[0], s, self._x))
+        start = self._x if deltas is not None else self._centre  # x_{t+1} before the step
+        products = {b: [None, None] for _, b, _, _ in carried}
+        also = self._transport_products(carried, products, start, c, learn)
         step, error = weighted_sums(
-            self.space, blocks, coefficients if deltas is not None else None, weights
+            self.space, blocks, coefficients if deltas is not None else None, weights,
+            also if carried else None,
         )
-        if learn:
-            self.model.update(error)
+        factor = self.model.update(error) if learn else 1.0
+        if carried:
+            host = {}
+            for b, (A, B) in products.items():
+                A = np.zeros(P) if A is None else self.space.to_host(A)
+                host[b] = (A, None if B is None else self.space.to_host(B))
+            self._carried = CarriedTransport(start, host)
+            self._carried.factor = math.nan if factor is None else factor
         return None if step is None else (step, M)
+
+    def _transport_products(
+        self, carried: list, products: dict, start: Any, c: float, learn: bool
+    ) -> Any:
+        r"""The span-wise part of `weighted_sums` that forms `CarriedTransport`'s
+        :math:`A_b = U_b (s_b\, h\, e^{\beta\rho} (a - x_b))` and
+        :math:`B_b = U_b (s_b\, h\, e^{\beta\rho} p)` into ``products``, ``h = c / s^2``
+        the model before its update, ``rho = clip(e / c, -1, 1)`` (no factor without
+        ``learn``)."""
+        s, xp = self.model.whitening, self.xp
+
+        def also(columns: slice, rows: list, step: Any, error: Any) -> None:
+            g = c / (s[columns] * s[columns])
+            if learn:
+                rho = xp.clip(error / c, -1.0, 1.0)
+                rho *= SHAPE_RATE
+                g *= xp.exp(rho)
+            for position, block, s_b, centre in carried:
+                U, sums = rows[position], products[block]
+                w = g if s_b is None else g * s_b[columns]
+                parts = []
+                if centre is not start:  # else A_b = 0
+                    v = start[columns] - centre[columns]
+                    v *= w
+                    parts.append((0, U @ v))
+                if step is not None:
+                    parts.append((1, U @ (step * w)))
+                for k, part in parts:
+                    sums[k] = part if sums[k] is None else sums[k] + part
+
+        return also
 
     def _moved_differences(self) -> list[np.ndarray]:
         r"""The kept iterations' central differences moved to ``x`` with the model
         (`zovh_opt.estimators.transported_differences`):
-        :math:`\delta_{bm} + u_{bm}^T (s_b \circ h \circ (x - x_b))`, ``h = c / s^2``, one
-        pass over the kept rows, span by span (host float64)."""
-        if not self._kept:
-            return []
+        :math:`\delta_{bm} + u_{bm}^T (s_b \circ h \circ (x - x_b))`, ``h = c / s^2``: from
+        the products the last step's pass formed (`CarriedTransport`), or one pass over the
+        kept rows without them, span by span (host float64)."""
+        out: list[Any] = [None] * len(self._kept)
+        for i, kept in enumerate(self._kept):
+            moved = None if self._carried is None else self._carried.deltas(kept.block, self._x)
+            if moved is not None:
+                out[i] = kept.deltas + moved
+        missing = [i for i, o in enumerate(out) if o is None]
+        if not missing:
+            return out
         s, c, x = self.model.whitening, self.model.curvature, self._x
+        kept = [self._kept[i] for i in missing]
 
         def moves(columns: slice) -> list[Any]:  # s_b h (x - x_b) on these columns
             h = c / (s[columns] * s[columns]) if s is not None else c
             out = []
-            for kept in self._kept:
-                v = x[columns] - kept.centre[columns]
+            for k in kept:
+                v = x[columns] - k.centre[columns]
                 v *= h
-                if kept.whitening is not None:
-                    v *= kept.whitening[columns]
+                if k.whitening is not None:
+                    v *= k.whitening[columns]
                 out.append(v)
             return out
 
-        sums = inner_products([self._kept_block(k) for k in self._kept], moves)
-        return [k.deltas + self.space.to_host(a) for k, a in zip(self._kept, sums, strict=True)]
+        sums = inner_products([self._kept_block(k) for k in kept], moves)
+        for i, k, a in zip(missing, kept, sums, strict=True):
+            out[i] = k.deltas + self.space.to_host(a)
+        return out
+
+    def _move(self, learning_rate: float) -> None:
+        before = self._x
+        super()._move(learning_rate)
+        if self._carried is not None and self._x is not before:
+            self._carried.moved(before, self._x, learning_rate)
 
     def _kept_block(self, kept: KeptPairs) -> DirectionBlock:
         """The rows of a kept iteration: held, or drawn again from their streams."""
@@ -232,7 +334,7 @@ class PreconditionedZoVH(CurvatureModelZoVH, curvature="diagonal"):
 
     def _clear_pending(self) -> None:
         super()._clear_pending()
-        self._last_row = None
+        self._last_row = self._ahead = self._row_buffers = None
 
     def _new_model(self) -> DiagonalCurvature:
         return DiagonalCurvature(self.space)
@@ -245,11 +347,16 @@ class PreconditionedZoVH(CurvatureModelZoVH, curvature="diagonal"):
         """A checkpoint's ``s`` (``(d,)``, the model's `snapshot` and kept whitenings)."""
         return self._vector(host)
 
+    def _discard_all(self) -> None:
+        super()._discard_all()
+        self._carried = None
+
     def state(self) -> dict[str, Any]:
         return {
             **super().state(),
             "row_layout": self._row_layout,
             "pending_norms": self._host_norms,
+            "carried": None if self._carried is None else self._carried.state(self._x),
         }
 
     def _kept_rows_state(self, kept: KeptPairs) -> Any:
@@ -259,6 +366,7 @@ class PreconditionedZoVH(CurvatureModelZoVH, curvature="diagonal"):
         # before 0.6 the directions were drawn a block at a time, and kept rows were whitened
         self._row_layout = state.get("row_layout", "block")
         super().load_state(state)
+        self._carried = CarriedTransport.from_state(state.get("carried"), self._x)
         if self._rows is not None:
             norms, P = state.get("pending_norms"), self.n_directions
             self._host_norms = np.full(P, math.nan) if norms is None else np.array(norms, float)
