@@ -21,6 +21,13 @@ two products per row formed span by span beside the step's sums. `CarriedTranspo
 ``A`` and ``B`` with what they assume (the next iterate, as an object, and the factor); an
 iteration whose iterate is not that one (a move the record did not see, a restart, a
 checkpoint of another run) forms the products again from the rows.
+
+An undone trial goes back to the centre, the ``a`` of the record before, whose pass drew
+the rows kept now; its own pass draws only the new rows. The kept rows' transport to the
+centre is then that record's :math:`\kappa_{t-1} A_b` times this update's
+:math:`\kappa_t`: the model of the iteration before with this update's scale, without this
+update's change of shape (:math:`e^{\beta \rho_t}`, within :math:`e^{\pm\beta}` in each
+coordinate; `CarriedTransport.adopt`), where forming it exactly would draw those rows again.
 """
 
 from __future__ import annotations
@@ -45,10 +52,23 @@ class CarriedTransport:
     """
 
     def __init__(self, start: Any, products: dict[int, tuple[np.ndarray, np.ndarray | None]]):
+        self.start = start  # a: where the next iterate is measured from
         self.target = start  # the next iterate the products are for (compared as an object)
         self.rate = 0.0
         self.factor = math.nan  # kappa; nan until the model's update gives it
         self.products = products
+        self.lagged: set[int] = set()  # blocks whose products a model an update old formed
+
+    def adopt(self, previous: CarriedTransport, blocks: list[int]) -> None:
+        """After an undone trial (this record's ``a`` is the step rule's centre): the
+        ``blocks`` it has no products of, from the ``previous`` record where that one was
+        measured from the same centre, as ``kappa_{t-1} A_b`` (the module docstring)."""
+        if previous.start is not self.start or not math.isfinite(previous.factor):
+            return
+        for b in blocks:
+            if b in previous.products and b not in self.products:
+                self.products[b] = (previous.factor * previous.products[b][0], None)
+                self.lagged.add(b)
 
     def moved(self, before: Any, after: Any, rate: float) -> None:
         """The iterate moved from ``before`` to ``after = before - rate p``."""
@@ -69,13 +89,16 @@ class CarriedTransport:
             A = A - self.rate * B
         return self.factor * A
 
-    def state(self, x: Any) -> dict[str, Any] | None:
-        """For a checkpoint taken at the iterate ``x`` (None: nothing it could use)."""
+    def state(self, x: Any, centre: Any) -> dict[str, Any] | None:
+        """For a checkpoint taken at the iterate ``x`` with the step rule's ``centre`` (None:
+        nothing it could use)."""
         if x is not self.target or not math.isfinite(self.factor):
             return None
         blocks = sorted(self.products)
         return {
+            "from_centre": self.start is centre,
             "blocks": blocks,
+            "lagged": sorted(self.lagged),
             "rate": self.rate,
             "factor": self.factor,
             "A": [self.products[b][0] for b in blocks],
@@ -83,8 +106,10 @@ class CarriedTransport:
         }
 
     @classmethod
-    def from_state(cls, state: dict[str, Any] | None, x: Any) -> CarriedTransport | None:
-        """The record of a checkpoint's `state`, for its iterate ``x``."""
+    def from_state(
+        cls, state: dict[str, Any] | None, x: Any, centre: Any
+    ) -> CarriedTransport | None:
+        """The record of a checkpoint's `state`, for its iterate ``x`` and ``centre``."""
         if state is None:
             return None
         products = {}
@@ -94,5 +119,7 @@ class CarriedTransport:
                 None if B is None else np.asarray(B, dtype=np.float64),
             )
         record = cls(x, products)
+        record.start = centre if state["from_centre"] else None
+        record.lagged = {int(b) for b in state["lagged"]}
         record.rate, record.factor = float(state["rate"]), float(state["factor"])
         return record

@@ -68,10 +68,13 @@ class PreconditionedZoVH(CurvatureModelZoVH, curvature="diagonal"):
     ``N P`` directions (the pending block and the kept iterations'), about ``(N P + 14) d``
     floats at the peak; with ``"seeds"`` (``"auto"`` where those would exceed 1 GiB) none
     of them: a pair's points draw their direction (once, asked in order: the pairs are
-    adjacent) and the passes draw the kept rows twice and the new ones once, ``2 N P`` rows
-    of ``d`` numbers per iteration where the held path draws ``P``; the model, the iterate,
-    the step and the kept centres and whitenings are about 16 ``d`` floats at the peak. The
-    run is the same, bit for bit. ``history=1`` is the iteration without reuse.
+    adjacent) and the step's pass draws the ``N P`` rows again, ``(N + 1) P`` rows of ``d``
+    numbers per iteration where the held path draws ``P`` (the kept rows' transport is
+    formed a step ahead, in that pass: `zovh_opt._carried_transport`; after an undone
+    trial, in a pass of its own); the model, the iterate, the step and the kept centres and
+    whitenings are about 16 ``d`` floats at the peak. Rows are drawn in threads where the
+    process has cores (`zovh_opt._threads`). The run is the same, bit for bit.
+    ``history=1`` is the iteration without reuse.
 
     ``jac`` is the latest gradient estimate :math:`\hat g_z / s`, ``hess_inv`` the model's
     :math:`\operatorname{diag}(1/h)` as a `DiagonalOperator`.
@@ -228,7 +231,7 @@ class PreconditionedZoVH(CurvatureModelZoVH, curvature="diagonal"):
                 coefficients.append(self.space.from_host(delta / scale))
                 if keep and j < self.history - 2:
                     carried.append((j + 1, kept.block, kept.whitening, kept.centre))
-        self._carried = None
+        previous, self._carried = self._carried, None
         learn = weights is not None
         if not blocks and not learn:
             return None
@@ -251,6 +254,11 @@ class PreconditionedZoVH(CurvatureModelZoVH, curvature="diagonal"):
                 host[b] = (A, None if B is None else self.space.to_host(B))
             self._carried = CarriedTransport(start, host)
             self._carried.factor = math.nan if factor is None else factor
+            if deltas is None and previous is not None and self._row_layout == "rows":
+                # an undone trial, back to the centre (checkpoints written before 0.6 go on
+                # as they were written: the transport from the rows)
+                kept = [k.block for k in self._kept[: self.history - 2]]
+                self._carried.adopt(previous, kept)
         return None if step is None else (step, M)
 
     def _transport_products(
@@ -352,11 +360,12 @@ class PreconditionedZoVH(CurvatureModelZoVH, curvature="diagonal"):
         self._carried = None
 
     def state(self) -> dict[str, Any]:
+        carried = self._carried
         return {
             **super().state(),
             "row_layout": self._row_layout,
             "pending_norms": self._host_norms,
-            "carried": None if self._carried is None else self._carried.state(self._x),
+            "carried": None if carried is None else carried.state(self._x, self._centre),
         }
 
     def _kept_rows_state(self, kept: KeptPairs) -> Any:
@@ -366,7 +375,7 @@ class PreconditionedZoVH(CurvatureModelZoVH, curvature="diagonal"):
         # before 0.6 the directions were drawn a block at a time, and kept rows were whitened
         self._row_layout = state.get("row_layout", "block")
         super().load_state(state)
-        self._carried = CarriedTransport.from_state(state.get("carried"), self._x)
+        self._carried = CarriedTransport.from_state(state.get("carried"), self._x, self._centre)
         if self._rows is not None:
             norms, P = state.get("pending_norms"), self.n_directions
             self._host_norms = np.full(P, math.nan) if norms is None else np.array(norms, float)
