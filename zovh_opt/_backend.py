@@ -626,6 +626,11 @@ class RowStreams:
             self._native_span(gen, out[start : min(start + self.width, n)])
         return out
 
+    @property
+    def threaded(self) -> bool:
+        """Whether rows are drawn by NumPy in the draws' threads (`zovh_opt._threads`)."""
+        return self._native is None and self.space.numpy and _threads.threads() > 1
+
     def rows(self, out: Sequence[Any]) -> None:
         """Every row whole, the ``i``-th into the contiguous ``(d,)`` array ``out[i]``; NumPy
         draws them in threads (`zovh_opt._threads`), with the bits of `row`."""

@@ -15,7 +15,6 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
-from . import _threads
 from ._backend import ArraySpace, DirectionSource, RowStreams
 
 
@@ -70,6 +69,13 @@ class DirectionBlock:
         """``u_m``: a view of the held rows, or a new ``(d,)`` array drawn from its stream."""
         return self.rows_from(m, 1)[0]
 
+    @property
+    def drawn_in_threads(self) -> bool:
+        """Whether rows not held are drawn side by side in threads (`zovh_opt._threads`)."""
+        return self.rows is None and self.layout == "rows" and RowStreams(
+            self._source, self.block, range(0), self._space
+        ).threaded
+
     def rows_from(self, m: int, count: int, out: list[Any] | None = None) -> list[Any]:
         """``u_m .. u_{m + count - 1}`` (`row`'s), drawn side by side in threads where they
         are not held (`zovh_opt._threads`), into the ``(d,)`` arrays ``out`` where given."""
@@ -111,7 +117,7 @@ class DirectionBlock:
         streams = RowStreams(self._source, self.block, range(n), space)
         # a second scratch where threads draw and the spans are many (few: the scratch would be
         # a large part of d, and the first span, which nothing overlaps, a large part of the pass)
-        ahead = len(starts) >= 8 and _threads.threads() > 1
+        ahead = len(starts) >= 8 and streams.threaded
         scratch = [space.empty((n, min(width, d))) for _ in range(2 if ahead else 1)]
 
         def begin(k: int) -> Any:

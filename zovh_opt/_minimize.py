@@ -218,9 +218,10 @@ def minimize(
         share one pass). The diagonal curvature model holds ``N P`` directions (about
         ``(N P + 14) d`` floats at its peak) with ``"vectors"``; with ``"seeds"`` none: each
         pair of points draws its direction, and each step draws the ``N P`` directions again
-        span of columns by span of columns (about 16 d floats at its peak, 2.3 times the
-        held iteration's own time at ``d = 10^6``: ``python -m zovh_opt.benchmarks
-        memory``). ``"auto"`` chooses ``"seeds"`` where the held directions would take more
+        span of columns by span of columns (about 17 d floats at its peak, 1.8 times the
+        held iteration's own time at ``d = 10^6`` on one thread: ``python -m
+        zovh_opt.benchmarks memory``; rows are drawn in threads on the process's cores, at
+        most ``OMP_NUM_THREADS``). ``"auto"`` chooses ``"seeds"`` where the held directions would take more
         than 1 GiB (``d > 1.3e6`` in float64 at the defaults) or a quarter of a GPU's free
         memory. The full model holds its ``P`` new directions either way.
     maxfev : int, default 1000 d

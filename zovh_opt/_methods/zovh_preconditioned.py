@@ -18,8 +18,8 @@ __all__ = ["PreconditionedZoVH", "default_pairs"]
 
 # directions="auto" holds no direction where the held ones would take more than this many
 # bytes: (N P + 14) d floats at the peak (d = 1.3e6 in float64 at the default P and N). Drawing
-# them again costs 2.3x the held iteration's own time per evaluation at d = 1e6 (the docs'
-# performance page), where the held peak is 0.8 GB.
+# them again costs 1.8x the held iteration's own time per evaluation at d = 1e6 on one thread
+# (the docs' performance page), where the held peak is 0.8 GB.
 STREAM_ABOVE_BYTES = 2**30
 
 
@@ -162,9 +162,9 @@ class PreconditionedZoVH(CurvatureModelZoVH, curvature="diagonal"):
             return rows.row(m), False
         if ahead is not None and ahead[0] == m:
             return ahead[1], True
-        count = 2 if m + 1 < self.n_directions else 1
-        if len(_threads.groups(2, self.space.dim)) == 1:
-            count = 1
+        count = 1
+        if m + 1 < self.n_directions and rows.drawn_in_threads:
+            count = len(_threads.groups(2, self.space.dim))
         if self._row_buffers is None:
             self._row_buffers = []
         while len(self._row_buffers) < count:
