@@ -221,9 +221,9 @@ def minimize(
         span of columns by span of columns (about 17 d floats at its peak, 1.8 times the
         held iteration's own time at ``d = 10^6`` on one thread: ``python -m
         zovh_opt.benchmarks memory``; rows are drawn in threads on the process's cores, at
-        most ``OMP_NUM_THREADS``). ``"auto"`` chooses ``"seeds"`` where the held directions would take more
-        than 1 GiB (``d > 1.3e6`` in float64 at the defaults) or a quarter of a GPU's free
-        memory. The full model holds its ``P`` new directions either way.
+        most ``OMP_NUM_THREADS``). ``"auto"`` chooses ``"seeds"`` where the held directions
+        would take more than 1 GiB (``d > 1.3e6`` in float64 at the defaults) or a quarter
+        of a GPU's free memory. The full model holds its ``P`` new directions either way.
     maxfev : int, default 1000 d
         Maximum number of function evaluations, the final ones included. ``maxfun``, the
         name SciPy's L-BFGS-B and TNC use, is read as ``maxfev``. The default is SciPy's
