@@ -11,7 +11,7 @@ import math
 import warnings
 
 import numpy as np
-from hypothesis import HealthCheck, event, given, settings
+from hypothesis import HealthCheck, event, example, given, settings
 from hypothesis import strategies as st
 
 import zovh_opt
@@ -90,6 +90,14 @@ def options(draw):
         ]
     ),
     seed=st.integers(0, 2**32),
+)
+@example(  # found once: the robust spread of residuals near 1e300, squared, overflowed
+    d=1,
+    method="zovh",
+    opts={"noisy": True, "smoothing": 1.0, "directions": "vectors", "final_evaluations": 1,
+          "maxiter": 1},
+    kind="huge",
+    seed=0,
 )
 def test_minimize_never_returns_a_nonfinite_x(d, method, opts, kind, seed):
     x0 = np.ones(d)

@@ -175,7 +175,8 @@ class CurvatureModelZoVH(ZoVH, GradientStepMethod):
         weights = None
         if np.isfinite(r).all():
             if self.robust:  # the noise floor's bound (`StepSizeControl._noise_floor`)
-                self.noise_variance = 2.0 * _robust.scale(r) ** 2
+                spread = _robust.scale(r)
+                self.noise_variance = 2.0 * spread * spread  # inf, not OverflowError, at 1e300
             weights = r / mu / mu / (P - 1)
         kept = None
         if usable and self.history > 1:
