@@ -591,11 +591,7 @@ class RowStreams:
         self.space, self._source = space, source
         self.width = self.span_width(source, space)
         self._words = [_splitmix64((1 << 63) | (block << 14) | m) for m in rows]
-        self._native = None  # the GPU library's generators, one a row, made by `fill`
-        if array_api_compat.is_cupy_namespace(space.user) or (
-            array_api_compat.is_torch_namespace(space.user) and not source.draws_spans(space)
-        ):
-            self._native = "cupy" if array_api_compat.is_cupy_namespace(space.user) else "torch"
+        self._native = self._library(source, space)  # None: NumPy's SFC64 draws
         self._generators: list | None = None  # each row's generator, at its next column
 
     @staticmethod
@@ -626,10 +622,19 @@ class RowStreams:
             self._native_span(gen, out[start : min(start + self.width, n)])
         return out
 
-    @property
-    def threaded(self) -> bool:
+    @staticmethod
+    def _library(source: DirectionSource, space: ArraySpace) -> str | None:
+        """The library whose generator draws the rows: "cupy", "torch", or None (NumPy)."""
+        if array_api_compat.is_cupy_namespace(space.user):
+            return "cupy"
+        if array_api_compat.is_torch_namespace(space.user) and not source.draws_spans(space):
+            return "torch"
+        return None
+
+    @classmethod
+    def threaded(cls, source: DirectionSource, space: ArraySpace) -> bool:
         """Whether rows are drawn by NumPy in the draws' threads (`zovh_opt._threads`)."""
-        return self._native is None and self.space.numpy and _threads.threads() > 1
+        return cls._library(source, space) is None and space.numpy and _threads.threads() > 1
 
     def rows(self, out: Sequence[Any]) -> None:
         """Every row whole, the ``i``-th into the contiguous ``(d,)`` array ``out[i]``; NumPy

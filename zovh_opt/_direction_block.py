@@ -72,9 +72,8 @@ class DirectionBlock:
     @property
     def drawn_in_threads(self) -> bool:
         """Whether rows not held are drawn side by side in threads (`zovh_opt._threads`)."""
-        return self.rows is None and self.layout == "rows" and RowStreams(
-            self._source, self.block, range(0), self._space
-        ).threaded
+        held = self.rows is not None or self.layout != "rows"
+        return not held and RowStreams.threaded(self._source, self._space)
 
     def rows_from(self, m: int, count: int, out: list[Any] | None = None) -> list[Any]:
         """``u_m .. u_{m + count - 1}`` (`row`'s), drawn side by side in threads where they
@@ -117,7 +116,7 @@ class DirectionBlock:
         streams = RowStreams(self._source, self.block, range(n), space)
         # a second scratch where threads draw and the spans are many (few: the scratch would be
         # a large part of d, and the first span, which nothing overlaps, a large part of the pass)
-        ahead = len(starts) >= 8 and streams.threaded
+        ahead = len(starts) >= 8 and RowStreams.threaded(self._source, space)
         scratch = [space.empty((n, min(width, d))) for _ in range(2 if ahead else 1)]
 
         def begin(k: int) -> Any:

@@ -66,7 +66,7 @@ class Batch:
     def start(self) -> Batch:
         """Queue the tasks (run them at once, in order, where there is one thread)."""
         tasks, self._tasks = self._tasks, []
-        if threads() == 1 or len(tasks) == 1:
+        if threads() == 1 or len(tasks) <= 1:
             for task in tasks:
                 self._run(task)
             return self
