@@ -143,12 +143,13 @@ class PreconditionedZoVH(CurvatureModelZoVH, curvature="diagonal"):
             self._host_norms[m] = float(self.xp.vecdot(u, u))
         s = self.model.whitening
         if s is None:
-            w = u * self.smoothing
+            return u * self.smoothing
+        if own:  # a buffer of the method's: scaled in place
+            u *= s
+            w = u
         else:
-            w = u if own else u * s
-            if own:
-                w *= s
-            w *= self.smoothing
+            w = u * s
+        w *= self.smoothing
         return w
 
     def _pending_row(self, m: int) -> tuple[Any, bool]:
