@@ -89,11 +89,12 @@ def test_without_held_directions_the_peak_is_a_small_multiple_of_d():
     assert res.nfev == 5 * 2 * default_pairs(d) + 4 and peak <= bound, (peak, bound)
 
 
-def test_threads_do_not_change_the_run(monkeypatch):
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+def test_threads_do_not_change_the_run(monkeypatch, dtype):
     """Rows drawn side by side (points two at a time, spans a span ahead) are the rows drawn
     one after the other: a streamed run with one thread and with four is the same, bit for
     bit (d large enough for the pass to draw ahead: 8 spans)."""
-    x0 = np.linspace(-1, 1, 8 * STREAM_COLUMNS + 5)
+    x0 = np.linspace(-1, 1, 8 * STREAM_COLUMNS + 5, dtype=dtype)
     f = lambda x: float(x @ x + 0.1 * np.sum(x[1:] * x[:-1]))  # noqa: E731
     runs = []
     for n in (1, 4):
