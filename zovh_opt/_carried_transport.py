@@ -57,7 +57,6 @@ class CarriedTransport:
         self.rate = 0.0
         self.factor = math.nan  # kappa; nan until the model's update gives it
         self.products = products
-        self.lagged: set[int] = set()  # blocks whose products a model an update old formed
 
     def adopt(self, previous: CarriedTransport, blocks: list[int]) -> None:
         """After an undone trial (this record's ``a`` is the step rule's centre): the
@@ -68,7 +67,6 @@ class CarriedTransport:
         for b in blocks:
             if b in previous.products and b not in self.products:
                 self.products[b] = (previous.factor * previous.products[b][0], None)
-                self.lagged.add(b)
 
     def moved(self, before: Any, after: Any, rate: float) -> None:
         """The iterate moved from ``before`` to ``after = before - rate p``."""
@@ -98,7 +96,6 @@ class CarriedTransport:
         return {
             "from_centre": self.start is centre,
             "blocks": blocks,
-            "lagged": sorted(self.lagged),
             "rate": self.rate,
             "factor": self.factor,
             "A": [self.products[b][0] for b in blocks],
@@ -120,6 +117,5 @@ class CarriedTransport:
             )
         record = cls(x, products)
         record.start = centre if state["from_centre"] else None
-        record.lagged = {int(b) for b in state["lagged"]}
         record.rate, record.factor = float(state["rate"]), float(state["factor"])
         return record
