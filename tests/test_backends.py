@@ -23,6 +23,8 @@ HOST_ALGEBRA = {
     "_methods/curvature_model.py",  # the pair coefficients and residuals
     "_methods/zovh_preconditioned.py",  # the pending directions' norms
     "_full_curvature.py",  # the P x P eigenproblems of an update
+    "_curvature_fit.py",  # the least-squares fit's n x n filter, d <= 20
+    "_methods/zovh_full.py",  # the fitted gradient's (N P, d) rows, d <= 20
     "_new_starts.py",  # a new start's point, drawn on the host once per run
     "_checkpoint.py",
     "_optimizer.py",  # the trace, host floats

@@ -27,7 +27,16 @@ def test_x_scale_is_the_run_in_scaled_coordinates_bit_for_bit():
     )
 
 
+def evaluations_to(res, level):
+    """The evaluations a run took to an f estimate at most ``level`` (None: never)."""
+    reached = res.trace["fun"] <= level
+    return int(res.trace["nfev"][np.argmax(reached)]) if reached.any() else None
+
+
 def test_x_scale_x0_takes_the_scales_of_the_start_and_helps_a_badly_scaled_start():
+    """Told the scales, the run starts in the problem's own units: on this quadratic (whose
+    scales span 150) it reaches 1e-6 in under half the evaluations of the run that learns
+    them (84 and 213 with this seed; both end at 0 within 600)."""
     plain = zovh_opt.minimize(badly_scaled, SCALES, rng=0, options={"maxfev": 600})
     scaled = zovh_opt.minimize(
         badly_scaled, SCALES, rng=0, options={"maxfev": 600, "x_scale": "x0"}
@@ -36,7 +45,7 @@ def test_x_scale_x0_takes_the_scales_of_the_start_and_helps_a_badly_scaled_start
         badly_scaled, SCALES, rng=0, options={"maxfev": 600, "x_scale": SCALES}
     )
     assert np.array_equal(scaled.x, by_array.x)
-    assert scaled.fun < 1e-3 * plain.fun
+    assert 2 * evaluations_to(scaled, 1e-6) < evaluations_to(plain, 1e-6)
 
 
 def test_x_scale_x0_uses_one_or_the_width_where_x0_is_zero():
@@ -51,7 +60,7 @@ def test_x_scale_survives_a_checkpoint(tmp_path):
     options = {"x_scale": SCALES, "maxfev": 900}
     whole = zovh_opt.minimize(badly_scaled, SCALES, rng=5, options=options)
     part = zovh_opt.Optimizer(SCALES, rng=5, options=options)
-    for _ in range(20):
+    for _ in range(6):  # of the run's 9
         part.tell([badly_scaled(p) for p in part.ask()])
     part.save(tmp_path / "run.npz")
     resumed = zovh_opt.Optimizer.load(tmp_path / "run.npz").run(badly_scaled)

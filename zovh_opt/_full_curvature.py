@@ -175,6 +175,31 @@ class FullCurvature:
             self.updates = 0
         self.whitening, self.inverse_whitening = W, Wi
 
+    def move_toward(self, hessian: np.ndarray, limit: float) -> bool:
+        r"""Move the model toward a positive definite ``hessian`` (host, ``(d, d)``), by at most
+        a factor ``limit`` per eigenvalue: with :math:`X = W^T H W / c = V \rho V^T` (the
+        target in the model's whitened coordinates), :math:`\rho` is clipped to
+        :math:`[1 / \mathrm{limit}, \mathrm{limit}]` and the model becomes
+        :math:`c W^{-T} V \rho V^T W^{-1}`: ``c`` times the geometric mean :math:`\bar\rho` of
+        :math:`\rho`, ``W`` times :math:`V \operatorname{diag}(\sqrt{\bar\rho / \rho})`
+        (``|det W|`` stays 1), and :math:`W^{-1}` with it. ``False`` (and no change) where
+        :math:`X` is not positive definite or not finite."""
+        space, xp = self.space, self.space.xp
+        W, c = self.whitening, self.curvature
+        target = W.T @ space.from_host(hessian) @ W
+        values, vectors = xp.linalg.eigh(0.5 * (target + target.T) / c)
+        rho = space.to_host(values)
+        if not (np.isfinite(rho).all() and rho.min() > 0):
+            return False
+        bound = math.log(limit)
+        rho = np.exp(np.clip(np.log(rho), -bound, bound))
+        scale = float(np.exp(np.mean(np.log(rho))))
+        self.curvature = c * scale
+        self.whitening = W @ (vectors * space.from_host(np.sqrt(scale / rho)))
+        shrink = space.from_host(np.sqrt(rho / scale))
+        self.inverse_whitening = (vectors.T * shrink[:, None]) @ self.inverse_whitening
+        return True
+
     def inverse(self) -> Any:
         """``A^{-1} = W W^T / c``, a new ``(d, d)`` array."""
         W = self.whitening

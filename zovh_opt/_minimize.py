@@ -123,7 +123,9 @@ def minimize(
         ``P`` pairs for the default ``"zovh"``): unbiased, but with ``M`` values for ``d``
         unknowns its error is about ``sqrt(d / M)`` times the gradient's norm, so when
         ``d >> M`` it is a descent direction, not a gradient to test optimality with. For
-        the default ``"zovh"`` (its curvature model), ``hess_inv`` is the learned inverse
+        the default ``"zovh"`` (its curvature model), ``jac`` is the least-squares gradient of
+        its pairs where the fit of the full model is in use (exact on a quadratic once they
+        span ``d`` directions), and ``hess_inv`` is the learned inverse
         Hessian: up to ``d = 40`` (the full model) a ``(d, d)`` array, above it
         :math:`\\operatorname{diag}(1/h)`, an estimate of the inverse Hessian's diagonal, as
         a linear operator. With ``curvature="off"`` it is
@@ -148,8 +150,11 @@ def minimize(
         the queries, and the step is the model's Newton step for the central-difference
         gradient (the theory page, *The curvature model*). ``"full"``: the same with a
         symmetric positive definite ``d x d`` model, which whitens rotated Hessians;
-        :math:`O(P d^2)` per iteration, and it learns at a rate of order :math:`P / d^2`
-        (the theory page, *The full curvature model*). ``"off"``: the paper's
+        :math:`O(P d^2)` per iteration, and it learns at a rate of order :math:`P / d^2`;
+        up to ``d = 20``, with a deterministic objective, a least-squares fit of the same
+        pairs runs beside it and takes over where it predicts them, with a least-squares
+        gradient and the full Newton step (the theory page, *The full curvature model*).
+        ``"off"``: the paper's
         Algorithm 1. ``"auto"``: ``"full"`` up to ``d = 40`` and ``"diagonal"`` above, with
         ``learning_rate="auto"`` and a budget ``maxfev`` of at least ``30 d`` evaluations
         (the default budget is ``1000 d``),

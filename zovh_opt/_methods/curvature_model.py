@@ -88,7 +88,9 @@ class CurvatureModelZoVH(ZoVH, GradientStepMethod):
         self.model = self._new_model()
         # |u_m|^2 of the pending ask's rows, on the host (nan: not drawn yet)
         self._host_norms = None
-        self._gradient_scale = None  # (s, c) that the direction was formed with, for `jac`
+        # (s, c, shrink) of the direction, for `jac`: the model's whitening and scale it was
+        # formed with, and its length over the model's Newton step for the gradient estimate
+        self._gradient_scale = None
         self._centre_value = None  # f at the centre measured outside the batches, for `_start`
 
     @classmethod
@@ -186,8 +188,8 @@ class CurvatureModelZoVH(ZoVH, GradientStepMethod):
             deltas if direction else None, c, weights, keep=kept is not None
         )
         if direction:
-            self._direction, M = step
-            self._gradient_scale = (snapshot, c, M)
+            self._direction, shrink = step
+            self._gradient_scale = (snapshot, c, shrink)
         if kept is not None:
             self._kept.insert(0, kept)
             for dropped in self._kept[self.history - 1 :]:
@@ -217,9 +219,9 @@ class CurvatureModelZoVH(ZoVH, GradientStepMethod):
             return {}
         out = {"hess_inv": self._hess_inv()}
         if self._direction is not None:
-            snapshot, c, M = self._gradient_scale
+            snapshot, c, shrink = self._gradient_scale
             jac = self.model.gradient_of(self._direction, snapshot)
-            jac *= c * (self.space.dim + M + 1) / M
+            jac *= c / shrink
             out["jac"] = self.space.to_user(jac)
         return out
 
@@ -230,7 +232,7 @@ class CurvatureModelZoVH(ZoVH, GradientStepMethod):
             "model": self.model.state(),
             "gradient_whitening": None if scale is None else scale[0],
             "gradient_curvature": math.nan if scale is None else scale[1],
-            "gradient_pairs": 0 if scale is None else scale[2],
+            "gradient_shrink": math.nan if scale is None else scale[2],
             "kept": [
                 {
                     "block": k.block,
@@ -251,9 +253,14 @@ class CurvatureModelZoVH(ZoVH, GradientStepMethod):
         super().load_state(state)
         self.model.load_state(state["model"])
         whitening = self._model_array(state["gradient_whitening"])
-        curvature, pairs = float(state["gradient_curvature"]), int(state["gradient_pairs"])
-        self._gradient_scale = None if whitening is None else (whitening, curvature, pairs)
         P, d = self.n_directions, self.space.dim
+        curvature = float(state["gradient_curvature"])
+        if "gradient_shrink" in state:
+            shrink = float(state["gradient_shrink"])
+        else:  # written before the fitted gradient: the Stein step's M / (d + M + 1)
+            M = int(state["gradient_pairs"])
+            shrink = M / (d + M + 1) if M > 0 else math.nan
+        self._gradient_scale = None if whitening is None else (whitening, curvature, shrink)
         self._kept = []
         for k in state["kept"]:
             rows, deltas = k["rows"], np.asarray(k["deltas"], dtype=np.float64)
@@ -296,10 +303,12 @@ class CurvatureModelZoVH(ZoVH, GradientStepMethod):
 
     def _step_and_learn(
         self, deltas: np.ndarray | None, c: float, weights: np.ndarray | None, *, keep: bool
-    ) -> tuple[Any, int] | None:
-        """The model's Newton step for ``deltas`` and the kept pairs, with its ``M`` (None
-        without ``deltas``), and the model's update from the pair ``weights`` (None: none);
-        ``keep``: the pending pairs will be kept for the next steps."""
+    ) -> tuple[Any, float] | None:
+        """The model's Newton step for ``deltas`` and the kept pairs, with its shrink (its
+        length over the Newton step for the gradient estimate: ``M / (d + M + 1)`` for the
+        Stein average of ``M`` pairs; None without ``deltas``), and the model's update from
+        the pair ``weights`` (None: none); ``keep``: the pending pairs will be kept for the
+        next steps."""
         raise NotImplementedError
 
     def _let_go(self, rows: Any) -> None:

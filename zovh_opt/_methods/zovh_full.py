@@ -2,9 +2,20 @@
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
+import numpy as np
+
 from .._backend import norm
+from .._curvature_fit import (
+    ADOPT_RANGE,
+    BASE_ERROR,
+    FIT_MAX_DIMENSION,
+    CurvatureFit,
+    FitScores,
+    least_squares_gradient,
+)
 from .._full_curvature import FullCurvature
 from .curvature_model import CurvatureModelZoVH, KeptPairs
 
@@ -22,6 +33,14 @@ class FullCurvatureZoVH(CurvatureModelZoVH, curvature="full"):
     multiplicative update that keeps it positive definite. ``hess_inv`` is
     :math:`A^{-1}`, a ``(d, d)`` array.
 
+    Up to ``d = 20``, with a deterministic objective, a least-squares fit of the Hessian to
+    the same pairs runs beside the model (`zovh_opt._curvature_fit`): where it predicts the
+    batches' curvature within 10 % and better than the model, the model moves toward it;
+    where either does, the step's gradient is the weighted least-squares fit of the current
+    and the kept pairs (exact on a quadratic once they span ``d`` directions) and the step
+    the model's full Newton step for it, :math:`W \hat g_z / c`; elsewhere the iteration is
+    the one above. The fit costs :math:`O(d^4 P)` host work per iteration.
+
     Costs per iteration: the whitening of the ``P`` draws and the model's update,
     :math:`O(P d^2)`, and every ``d`` iterations one inverse, :math:`O(d^3)`; memory: ``W``,
     :math:`W^{-1}` and, per kept iteration, its ``W`` (shared while the model is
@@ -37,6 +56,9 @@ class FullCurvatureZoVH(CurvatureModelZoVH, curvature="full"):
         super().__init__(x0, rng=rng, **options)
         # the pending ask's drawn rows u_m and the points' directions (W u_m)
         self._drawn, self._whitened, self._sq_norms = None, None, None
+        d = self.space.dim
+        self.fit = CurvatureFit(d, self.n_directions) if d <= FIT_MAX_DIMENSION else None
+        self.scores = FitScores()
 
     @classmethod
     def storage_for(cls, dim: int, pairs: int, history: int, space: Any) -> str:
@@ -77,16 +99,29 @@ class FullCurvatureZoVH(CurvatureModelZoVH, curvature="full"):
 
     def _step_and_learn(
         self, deltas: Any | None, c: float, weights: Any | None, *, keep: bool
-    ) -> tuple[Any, int] | None:
-        """The Newton step (``M`` pairs) as `PreconditionedZoVH`'s, with matrix products over
-        the held rows, then the model's update from the pair ``weights``."""
-        step = None if deltas is None else self._newton_step(deltas, c)
+    ) -> tuple[Any, float] | None:
+        """The step for the pending ``deltas`` and the kept pairs (the fitted one where the
+        scores say the pairs can be moved to ``x`` well enough, else the Stein average's, as
+        `PreconditionedZoVH`'s, with matrix products over the held rows); then the fit and
+        the model learn from the pair ``weights``, and the model moves toward the fit where
+        the scores say so."""
+        fitted = self.fit is not None and not self.robust  # noise: the model alone
+        step = None
+        if deltas is not None:
+            if fitted and self.scores.accurate:
+                step = self._fitted_step(deltas, c)
+            if step is None:
+                step = self._newton_step(deltas, c)
         if weights is not None:
+            if fitted:
+                self._score_and_fit(weights, c)
             rows_kept = self.history > 1 and self.directions == "vectors"
             self.model.learn(weights, self._drawn, self._whitened, in_place=not rows_kept)
+            if fitted and self.fit.ready and self.scores.adopt:
+                self.model.move_toward(self.fit.hessian(), ADOPT_RANGE)
         return step
 
-    def _newton_step(self, deltas: Any, c: float) -> tuple[Any, int]:
+    def _newton_step(self, deltas: Any, c: float) -> tuple[Any, float]:
         P, d = self.n_directions, self.space.dim
         M = P * (1 + len(self._kept))
         scale = c * (d + M + 1)
@@ -96,7 +131,60 @@ class FullCurvatureZoVH(CurvatureModelZoVH, curvature="full"):
             rows = self._kept_rows(kept)
             moved = move(rows, self.space.from_host(kept.deltas), self._x - kept.centre)
             step += (moved / scale) @ rows
-        return step, M
+        return step, M / (d + M + 1)
+
+    def _score_and_fit(self, weights: Any, c: float) -> None:
+        """Score the model's and the fit's predictions of the pending batch's curvature
+        contrasts, then let the fit learn from them (a batch without curvature, a plateau,
+        tells neither anything)."""
+        P, fit = self.n_directions, self.fit
+        norms = self._norms()
+        model = c * (norms - norms.mean())  # w^T A w = c |u|^2, centred
+        measured = 2.0 * (P - 1) * weights + model  # w^T H w, centred: 2 r / mu^2 + the model's
+        observed = fit.contrasts(measured)
+        size = float(observed @ observed)
+        if not (math.isfinite(size) and size > 0):
+            return
+        directions = self.space.to_host(self._whitened)
+        if not fit.ready:
+            fit.start(c)
+        equations = fit.equations(directions)
+        errors = (observed - fit.contrasts(model), observed - equations @ fit.entries)
+        self.scores.observe(*(float(e @ e) / size for e in errors))
+        fit.learn(observed, equations, c)
+
+    def _fitted_step(self, deltas: Any, c: float) -> tuple[Any, float] | None:
+        r"""The model's Newton step :math:`W \hat g_z / c` for the weighted least-squares
+        gradient :math:`\hat g_z` of the current pairs (rows :math:`u_m`) and the kept ones
+        moved to ``x`` (rows :math:`W^{-1} w_m`); a kept value's error is about
+        :math:`\epsilon\, c\, |W^{-1} w_m|\, |W^{-1} (x - x_b)|` (the relative error
+        :math:`\epsilon` of the better curvature prediction, `FitScores.error`, times the move
+        it was carried over, in units of the Newton step), the current ones' ``BASE_ERROR``
+        of the largest value. ``None`` where the fit fails."""
+        space, P = self.space, self.n_directions
+        Wi = self.model.inverse_whitening
+        rows, values, errors = [space.to_host(self._drawn)], [np.asarray(deltas)], [np.zeros(P)]
+        move = self.model.transport() if self._kept else None
+        for kept in self._kept:
+            held = self._kept_rows(kept)
+            displacement = self._x - kept.centre
+            moved = move(held, space.from_host(kept.deltas), displacement)
+            whitened = space.to_host(held @ Wi.T)
+            distance = float(norm(Wi @ displacement, self.xp))
+            rows.append(whitened)
+            values.append(space.to_host(moved))
+            size = self.scores.error * c * distance
+            errors.append(size * np.sqrt(np.einsum("ij,ij->i", whitened, whitened)))
+        values = np.concatenate(values)
+        largest = float(np.abs(values[np.isfinite(values)]).max(initial=0.0))
+        gradient = least_squares_gradient(
+            np.concatenate(rows), values, np.concatenate(errors) + BASE_ERROR * largest
+        )
+        if gradient is None or not largest > 0:
+            return None
+        step = space.from_host(gradient) @ self.model.whitening.T
+        step /= c
+        return step, 1.0
 
     def _kept_rows(self, kept: KeptPairs) -> Any:
         """The points' directions of a kept iteration (drawn again with seeds storage)."""
@@ -108,8 +196,16 @@ class FullCurvatureZoVH(CurvatureModelZoVH, curvature="full"):
         super()._clear_pending()
         self._drawn, self._whitened, self._sq_norms = None, None, None
 
+    def state(self) -> dict[str, Any]:
+        if self.fit is None:
+            return super().state()
+        return {**super().state(), "fit": self.fit.state(), "fit_scores": self.scores.state()}
+
     def load_state(self, state: dict[str, Any]) -> None:
         super().load_state(state)
+        if self.fit is not None and "fit" in state:  # written before the fit: a fresh one
+            self.fit.load_state(state["fit"])
+            self.scores.load_state(state["fit_scores"])
         if self._rows is not None:  # a pending ask, its rows drawn again: its points again
             self._whiten(self._rows[1])
 

@@ -211,9 +211,9 @@ class PreconditionedZoVH(CurvatureModelZoVH, curvature="diagonal"):
 
     def _step_and_learn(
         self, deltas: np.ndarray | None, c: float, weights: np.ndarray | None, *, keep: bool
-    ) -> tuple[Any, int] | None:
+    ) -> tuple[Any, float] | None:
         r"""The step of item 2 (class docstring) for the pending pairs' ``deltas`` and its
-        number of pairs ``M`` (None without ``deltas``); and the model's update from the pair
+        shrink ``M / (d + M + 1)`` (None without ``deltas``); and the model's update from the pair
         ``weights`` (none without), in one pass over the rows, span by span:
         :math:`p = \frac{1}{c (d + M + 1)} \sum_b s_b \circ \sum_m \delta'_{bm} u_{bm}`
         and :math:`e = \sum_m w_m u_m^2`; in the same pass, the next iteration's transport
@@ -260,7 +260,7 @@ class PreconditionedZoVH(CurvatureModelZoVH, curvature="diagonal"):
                 # as they were written: the transport from the rows)
                 kept = [k.block for k in self._kept[: self.history - 2]]
                 self._carried.adopt(previous, kept)
-        return None if step is None else (step, M)
+        return None if step is None else (step, M / (d + M + 1))
 
     def _transport_products(
         self, carried: list, products: dict, start: Any, c: float, learn: bool
