@@ -131,25 +131,25 @@ class QuadraticFilter:
         P = directions.shape[0]
         V = directions @ self.Finv.T
         a = 0.5 * mu * mu * self.features(V)
-        O = np.zeros((2 * P + 1, self.D))
-        O[:, 0] = 1.0
-        O[1 : P + 1, self.sg] = mu * V
-        O[P + 1 :, self.sg] = -mu * V
-        O[1 : P + 1, self.sk] = a
-        O[P + 1 :, self.sk] = a
-        e = values - O @ self.theta
-        OS = O @ self.Sigma
-        predicted = OS @ O.T
+        obs = np.zeros((2 * P + 1, self.D))
+        obs[:, 0] = 1.0
+        obs[1 : P + 1, self.sg] = mu * V
+        obs[P + 1 :, self.sg] = -mu * V
+        obs[1 : P + 1, self.sk] = a
+        obs[P + 1 :, self.sk] = a
+        e = values - obs @ self.theta
+        OS = obs @ self.Sigma
+        predicted = OS @ obs.T
         R = (ROUNDING * np.abs(values).max()) ** 2 + noise_var
         qunit = self.process_noise()
-        spread = float(np.einsum("ij,j,ij->", O, qunit, O))
+        spread = float(np.einsum("ij,j,ij->", obs, qunit, obs))
         excess = float(e @ e) - float(np.trace(predicted)) - len(values) * R
         q_inst = max(0.0, excess / spread) if spread > 0 else 0.0
         self.q = q_inst if Q_TRACK >= 1 else max(q_inst, (1 - Q_TRACK) * self.q)
         if self.q > 0 and spread > 0:
             self.Sigma = self.Sigma + np.diag(self.q * qunit)
-            OS = O @ self.Sigma
-            predicted = OS @ O.T
+            OS = obs @ self.Sigma
+            predicted = OS @ obs.T
         R = max(R, 1e-13 * float(np.diag(predicted).max()))
         S = predicted + R * np.eye(len(values))
         gain = np.linalg.solve(S, OS).T

@@ -138,7 +138,6 @@ class HybridZoVH(zf.FullCurvatureZoVH):
 
     def _compare_and_learn(self, weights, c):
         P = self.n_directions
-        mu = self.smoothing
         U = np.asarray(self._drawn)
         Wd = np.asarray(self._whitened)  # x-space directions
         sq = np.sum(U * U, axis=1)
@@ -150,7 +149,7 @@ class HybridZoVH(zf.FullCurvatureZoVH):
         norm = float(y @ y) + 1e-300
         pred_L = self.shadow.C.T @ (c * (sq - sq.mean()))
         pred_Q = self.shadow.predict(Wd)
-        errors = [float((y - pred_L) @ (y - pred_L)) / norm, float((y - pred_Q) @ (y - pred_Q)) / norm]
+        errors = [float((y - p) @ (y - p)) / norm for p in (pred_L, pred_Q)]
         for k in range(2):  # geometric running means (a contrast near 0 inflates one error)
             e = math.log(max(errors[k], 1e-300))
             s = self.scores[k]
@@ -171,13 +170,15 @@ class HybridZoVH(zf.FullCurvatureZoVH):
         scale = float(np.exp(np.mean(np.log(rho))))
         m.curvature = c * scale
         m.whitening = W @ (V * np.sqrt(scale / rho))
-        m.inverse_whitening = (V.T * np.sqrt(rho / scale)[:, None]) @ np.asarray(m.inverse_whitening)
+        shrink = np.sqrt(rho / scale)[:, None]
+        m.inverse_whitening = (V.T * shrink) @ np.asarray(m.inverse_whitening)
         m.updates = 0
         self.adopted += 1
 
     def _newton_step(self, deltas, c):
         used = self.scores[1] if self.adopted and ADOPT_MAX > 0 else self.scores[0]
-        accurate = not math.isnan(used) and (min(self.scores) if GRADIENT_ANY else used) < GRADIENT_MAX
+        score = min(self.scores) if GRADIENT_ANY else used
+        accurate = not math.isnan(used) and score < GRADIENT_MAX
         if not (LS_GRADIENT and accurate):
             return super()._newton_step(deltas, c)
         P = self.n_directions
