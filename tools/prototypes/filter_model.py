@@ -23,22 +23,18 @@ from __future__ import annotations
 
 import math
 import sys
-import warnings
 
 import numpy as np
+from quick_problems import quick
+from regression_model import RETRY, CentreBatches, congruence, magnitude_whitening
 
 from zovh_opt._methods import zovh_full as zf
 from zovh_opt._methods.zovh import ZoVH
-from zovh_opt._step_size import StepSizeControl
 
 SCALE_PRIOR = 10.0
 SHAPE_PRIOR = 0.3
 REFRAME = 100.0
-EIG_FLOOR = 1e-10
 ROUNDING = 1e-13
-TRUST_SHRINK = 0.5
-SHRINK_RATE = 2.0**-0.2
-RETRY = True
 Q_TRACK = 1.0
 
 
@@ -161,34 +157,22 @@ class QuadraticFilter:
         self.derive()
 
     def derive(self):
-        K = self.K()
-        lam, Q = np.linalg.eigh(K)
-        mag = np.abs(lam)
-        top = mag.max()
-        if not (np.isfinite(top) and top > 0):
+        whitening = magnitude_whitening(self.K())
+        if whitening is None:
             return
-        lam_p = np.maximum(mag, EIG_FLOOR * top)
-        c = float(np.exp(np.mean(np.log(lam_p))))
-        T = Q / np.sqrt(lam_p / c)
+        c, Q, scaled = whitening
+        T = Q / np.sqrt(scaled)
         self.c = c
         self.W = self.F @ T
-        self.Wi = (Q.T * np.sqrt(lam_p / c)[:, None]) @ self.Finv
-        if lam_p.max() / lam_p.min() > REFRAME:
+        self.Wi = (Q.T * np.sqrt(scaled)[:, None]) @ self.Finv
+        if scaled.max() / scaled.min() > REFRAME:
             self.reframe(T)
 
     def reframe(self, T):
-        d, n = self.d, self.n
-        L = np.empty((n, n))
-        for k in range(n):
-            i, j = self.iu[0][k], self.iu[1][k]
-            E = np.zeros((d, d))
-            E[i, j] = 1.0
-            E[j, i] = 1.0
-            L[:, k] = (T.T @ E @ T)[self.iu]
         M = np.zeros((self.D, self.D))
         M[0, 0] = 1.0
         M[self.sg, self.sg] = T.T
-        M[self.sk, self.sk] = L
+        M[self.sk, self.sk] = congruence(T, self.iu)
         self.theta = M @ self.theta
         self.Sigma = M @ self.Sigma @ M.T
         self.moved = np.linalg.solve(T, self.moved)
@@ -204,27 +188,13 @@ class QuadraticFilter:
         return self.Finv.T @ self.K() @ self.Finv
 
 
-class FastControl(StepSizeControl):
-    def _reject(self):
-        if self.noisy or self.ceiling is None:
-            return super()._reject()
-        self.learning_rate *= SHRINK_RATE
-        self.trust_radius = min(self.trust_radius, self.trial_length) * TRUST_SHRINK
-        self.rejected += 1
-
-
-class FilterZoVH(zf.FullCurvatureZoVH):
-    """The full iteration on the filter: ``2 P + 1`` points a batch."""
+class FilterZoVH(CentreBatches, zf.FullCurvatureZoVH):
+    """The full iteration on the filter: ``2 P + 1`` points a batch (`CentreBatches`, with
+    the regression prototype's trust rule and its switches)."""
 
     def __init__(self, x0, *, rng=None, **options):
         super().__init__(x0, rng=rng, **options)
-        old = self.control
-        self.control = FastControl(old.dim, old.scale, ceiling=old.ceiling)
         self.filter = QuadraticFilter(self.space.dim)
-
-    @property
-    def points_per_iteration(self):
-        return 2 * self.n_directions + 1
 
     def _prepare(self):
         U = self._draw(self.n_directions)
@@ -232,13 +202,6 @@ class FilterZoVH(zf.FullCurvatureZoVH):
         W = self.filter.W if self.filter.ready else np.eye(self.space.dim)
         self._whitened = U @ W.T
         self._sq_norms = np.sum(U * U, axis=1)
-
-    def _layout(self):
-        return self._whitened, (self.smoothing, -self.smoothing), True
-
-    def pair_split(self, rows):
-        P = self.n_directions
-        return rows[1 : P + 1], rows[P + 1 :]
 
     def _f_estimate(self, values, mean):
         return float(values[0])
@@ -304,50 +267,9 @@ def patch():
     ZoVH.iterations["full"] = FilterZoVH
 
 
-def problems(d, seed):
-    rng = np.random.default_rng(seed)
-    q = np.linalg.qr(rng.standard_normal((d, d)))[0]
-    opt = rng.uniform(-2, 2, d)
-    H = q @ np.diag(np.logspace(0, 6, d)) @ q.T
-
-    def sphere(x):
-        return float((x - opt) @ (x - opt))
-
-    def ellipsoid(x):
-        r = x - opt
-        return 0.5 * float(r @ H @ r)
-
-    def rosenbrock(x):
-        z = q @ (x - opt) + 1
-        return float(np.sum(100 * (z[1:] - z[:-1] ** 2) ** 2 + (1 - z[:-1]) ** 2))
-
-    return {"sphere": sphere, "ellipsoid": ellipsoid, "rosenbrock": rosenbrock}
-
-
-def quick(d, names=("sphere", "ellipsoid", "rosenbrock"), labels=("library", "filter")):
-    import zovh_opt
-
-    warnings.simplefilter("ignore")
-    for name in names:
-        row = {}
-        for label in labels:
-            ZoVH.iterations["full"] = zf.FullCurvatureZoVH if label == "library" else FilterZoVH
-            reached = []
-            for seed in range(3):
-                f = problems(d, seed)[name]
-                x0 = np.random.default_rng(100 + seed).standard_normal(d)
-                res = zovh_opt.minimize(f, x0, rng=seed, options={"maxfev": 1000 * d})
-                hit = res.trace["fun"] <= 1e-8
-                reached.append(
-                    int(res.trace["nfev"][np.argmax(hit)]) if hit.any() else ("-", f"{res.fun:.3g}")
-                )
-            row[label] = reached
-        print(f"d = {d}, {name}: evaluations to f - f* <= 1e-8: {row}", flush=True)
-
-
 if __name__ == "__main__":
     if sys.argv[1] == "quick":
-        quick(int(sys.argv[2]), labels=tuple(sys.argv[3:]) or ("library", "filter"))
+        quick(int(sys.argv[2]), {"library": zf.FullCurvatureZoVH, "filter": FilterZoVH})
     else:
         patch()
         from zovh_opt.benchmarks.__main__ import main

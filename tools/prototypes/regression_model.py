@@ -35,9 +35,9 @@ from __future__ import annotations
 
 import math
 import sys
-import warnings
 
 import numpy as np
+from quick_problems import quick
 
 from zovh_opt._methods import zovh_full as zf
 from zovh_opt._methods.zovh import ZoVH
@@ -62,6 +62,35 @@ def helmert(P):
     """P x (P - 1) orthonormal columns orthogonal to the ones vector."""
     q, _ = np.linalg.qr(np.column_stack([np.ones(P), np.eye(P)[:, : P - 1]]))
     return q[:, 1:]
+
+
+def magnitude_whitening(K):
+    """``(c, Q, scaled)`` of a symmetric ``K`` by its eigenvalues' magnitudes (floored at
+    ``EIG_FLOOR`` times the largest): ``c`` their geometric mean, ``Q`` the eigenvectors,
+    ``scaled`` the magnitudes over ``c``; None where ``K`` has no finite, nonzero spectrum."""
+    if not np.isfinite(K).all():
+        return None
+    lam, Q = np.linalg.eigh(K)
+    mag = np.abs(lam)
+    top = mag.max()
+    if not (np.isfinite(top) and top > 0):
+        return None
+    lam_p = np.maximum(mag, EIG_FLOOR * top)
+    c = float(np.exp(np.mean(np.log(lam_p))))
+    return c, Q, lam_p / c
+
+
+def congruence(T, upper):
+    """The ``n x n`` matrix of ``vech(K) -> vech(T^T K T)`` (``upper``: the upper triangle's
+    indices, the order of vech)."""
+    d, n = T.shape[0], len(upper[0])
+    L = np.empty((n, n))
+    for k in range(n):
+        i, j = upper[0][k], upper[1][k]
+        E = np.zeros((d, d))
+        E[i, j] = E[j, i] = 1.0
+        L[:, k] = (T.T @ E @ T)[upper]
+    return L
 
 
 class RegressionCurvature:
@@ -165,34 +194,21 @@ class RegressionCurvature:
 
     def _derive(self):
         K = self.K()
-        if not np.isfinite(K).all():
+        whitening = magnitude_whitening(K)
+        if whitening is None:
             return
-        lam, Q = np.linalg.eigh(K)
-        mag = np.abs(lam)
-        top = mag.max()
-        if not (np.isfinite(top) and top > 0):
-            return
-        lam_p = np.maximum(mag, EIG_FLOOR * top)
-        c = float(np.exp(np.mean(np.log(lam_p))))
-        T = Q / np.sqrt(lam_p / c)  # F^{-1} W
+        c, Q, scaled = whitening
+        T = Q / np.sqrt(scaled)  # F^{-1} W
         self.curvature = c
         self.whitening = self.F @ T
-        self.inverse_whitening = (Q.T * np.sqrt(lam_p / c)[:, None]) @ self.Finv
+        self.inverse_whitening = (Q.T * np.sqrt(scaled)[:, None]) @ self.Finv
         self.H = self.Finv.T @ K @ self.Finv
-        if lam_p.max() / lam_p.min() > REFRAME:
+        if scaled.max() / scaled.min() > REFRAME:
             self._reframe(T)
 
     def _reframe(self, T):
         """Frame F <- F T: K <- T^T K T, the covariance with it."""
-        d, n = self.d, self.n
-        # the linear map of vech(K) -> vech(T^T K T)
-        L = np.empty((n, n))
-        for k in range(n):
-            i, j = self.iu[0][k], self.iu[1][k]
-            E = np.zeros((d, d))
-            E[i, j] = 1.0
-            E[j, i] = 1.0
-            L[:, k] = (T.T @ E @ T)[self.iu]
+        L = congruence(T, self.iu)
         self.kappa = L @ self.kappa
         self.Sigma = L @ self.Sigma @ L.T
         self.F = self.F @ T
@@ -231,8 +247,9 @@ class FastControl(StepSizeControl):
         self.rejected += 1
 
 
-class RegressionZoVH(zf.FullCurvatureZoVH):
-    """The full iteration with the centre evaluated in every batch (``2 P + 1`` points)."""
+class CentreBatches:
+    """Mixin of a full iteration whose batches evaluate their centre too: ``2 P + 1`` points,
+    the centre first, and the step rule's fast trust radius (`FastControl`)."""
 
     def __init__(self, x0, *, rng=None, **options):
         super().__init__(x0, rng=rng, **options)
@@ -250,6 +267,10 @@ class RegressionZoVH(zf.FullCurvatureZoVH):
     def pair_split(self, rows):
         P = self.n_directions
         return rows[1 : P + 1], rows[P + 1 :]
+
+
+class RegressionZoVH(CentreBatches, zf.FullCurvatureZoVH):
+    """The full iteration with the centre evaluated in every batch and the fit as its model."""
 
     def _f_estimate(self, values, mean):
         if not self.model.ready:
@@ -329,51 +350,9 @@ def patch():
     ZoVH.iterations["full"] = RegressionZoVH
 
 
-# quick problems ----------------------------------------------------------------------------
-
-
-def problems(d, seed):
-    rng = np.random.default_rng(seed)
-    q = np.linalg.qr(rng.standard_normal((d, d)))[0]
-    opt = rng.uniform(-2, 2, d)
-    H = q @ np.diag(np.logspace(0, 6, d)) @ q.T
-
-    def sphere(x):
-        return float((x - opt) @ (x - opt))
-
-    def ellipsoid(x):
-        r = x - opt
-        return 0.5 * float(r @ H @ r)
-
-    def rosenbrock(x):
-        z = q @ (x - opt) + 1
-        return float(np.sum(100 * (z[1:] - z[:-1] ** 2) ** 2 + (1 - z[:-1]) ** 2))
-
-    return {"sphere": sphere, "ellipsoid": ellipsoid, "rosenbrock": rosenbrock}
-
-
-def quick(d):
-    import zovh_opt
-
-    warnings.simplefilter("ignore")
-    for name in ("sphere", "ellipsoid", "rosenbrock"):
-        row = {}
-        for label in ("library", "regression"):
-            ZoVH.iterations["full"] = zf.FullCurvatureZoVH if label == "library" else RegressionZoVH
-            reached = []
-            for seed in range(3):
-                f = problems(d, seed)[name]
-                x0 = np.random.default_rng(100 + seed).standard_normal(d)
-                res = zovh_opt.minimize(f, x0, rng=seed, options={"maxfev": 1000 * d})
-                hit = res.trace["fun"] <= 1e-8
-                reached.append(int(res.trace["nfev"][np.argmax(hit)]) if hit.any() else -1)
-            row[label] = reached
-        print(f"d = {d}, {name}: evaluations to f - f* <= 1e-8: {row}")
-
-
 if __name__ == "__main__":
     if sys.argv[1] == "quick":
-        quick(int(sys.argv[2]))
+        quick(int(sys.argv[2]), {"library": zf.FullCurvatureZoVH, "regression": RegressionZoVH})
     else:
         patch()
         from zovh_opt.benchmarks.__main__ import main
