@@ -317,9 +317,11 @@ def minimize(
     iterate: ``x`` is the one of the two with the lower mean (where noise decided the step
     rule's comparisons the iterate can drift uphill), ``fun`` the mean of
     ``final_evaluations`` fresh values there (unbiased for the mean of ``fun`` at ``x``),
-    ``fun_std_error`` its standard error and ``noise_std`` the noise's standard deviation
-    there; the message says so. During the run the batches are read with robust statistics
-    (medians, clipped differences: outliers), the smoothing radius is kept above the noise,
+    ``fun_std_error`` its standard error (the sample's: with 10 values 3 of them miss 1.6 % of
+    normal errors, and more of skewed ones; raise ``final_evaluations`` for a tighter one) and
+    ``noise_std`` the noise's standard deviation there; the message says so. During the run
+    the batches are read with robust statistics (medians, clipped differences: outliers), the
+    smoothing radius is kept above the noise,
     and ``ftol`` and ``xtol`` left ``"auto"`` are off: a noisy run ends by its budget,
     ``ftarget`` or the tolerances the user set (docs: *Noisy objectives*).
 
