@@ -177,10 +177,12 @@ class FullCurvatureZoVH(CurvatureModelZoVH, curvature="full"):
             errors.append(size * np.sqrt(np.einsum("ij,ij->i", whitened, whitened)))
         values = np.concatenate(values)
         largest = float(np.abs(values[np.isfinite(values)]).max(initial=0.0))
+        if not largest > 0:
+            return None
         gradient = least_squares_gradient(
             np.concatenate(rows), values, np.concatenate(errors) + BASE_ERROR * largest
         )
-        if gradient is None or not largest > 0:
+        if gradient is None:
             return None
         step = space.from_host(gradient) @ self.model.whitening.T
         step /= c
