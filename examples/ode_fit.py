@@ -3,18 +3,18 @@
 The parameters (growth rate, predation rate, conversion rate, death rate, the two initial
 populations) range from about 0.06 to 10: a badly scaled problem. The objective is the sum of
 squared residuals of 61 noisy observations of both populations (``solve_ivp``), with positivity
-bounds. Beside zovh at its defaults: zovh told the scales of the parameters (``x_scale="x0"``,
-the scales of the start, as Nelder-Mead's initial simplex takes them), and SciPy's
-Nelder-Mead and L-BFGS-B (finite differences), each with the same budget of evaluations.
+bounds. Beside zovh at its defaults: zovh with one scale for every coordinate
+(``x_scale=1``, the default before the bounds gave the scales), and SciPy's Nelder-Mead and
+L-BFGS-B (finite differences), each with the same budget of evaluations.
 
-What it shows (issue #29): the default's first step is isotropic, ``0.1 |x0|`` long in every
-coordinate, so the coordinate at 0.06 is pushed by about 1. At d = 6 the default learns a full
-curvature model, which the coupled parameters need, but it learns at a rate of order
-``P / d^2``, and the least-squares fit beside it (which learns a quadratic's Hessian in a few
-batches) never predicts the batches well enough to take over within 1000 evaluations (the
-scales span 150, and the map of the positivity bounds bends f): f - f* ends at about 3.7e3.
-Told the scales (``x_scale="x0"``) the fit takes over and the run ends at about 1e-7 (2e-12
-of f(x0) - f*), as close as Nelder-Mead (2e-7) and L-BFGS-B (2e-8) come.
+What it shows (issue #29): the positivity bounds say that each entry of ``x0`` is the size of
+its parameter, and by default the run takes place in units of those sizes (the distance of
+``x0_i`` from its bound, as Nelder-Mead's initial simplex takes its steps from ``x0``). It
+ends at ``f - f*`` of about 1e-10 (2e-15 of ``f(x0) - f*``), as close as Nelder-Mead (2e-7)
+and L-BFGS-B (2e-8) come. With one scale for all, the first step is ``0.1 |x0|`` long in
+every coordinate, the coordinate at 0.06 is pushed by about 1, and within 1000 evaluations
+the run ends at about 3.7e3: the least-squares fit of the Hessian beside the full curvature
+model never predicts the batches well enough to take over.
 
 Run:  python examples/ode_fit.py            (about 25 s)
       python examples/ode_fit.py --quick    (100 evaluations each, a few seconds, for CI)
@@ -80,8 +80,8 @@ RUNS = {
     "zovh (defaults)": lambda: zovh_opt.minimize(
         residual_sum, x0, bounds=bounds, rng=0, options={"maxfev": maxfev}
     ),
-    'zovh x_scale="x0"': lambda: zovh_opt.minimize(
-        residual_sum, x0, bounds=bounds, rng=0, options={"maxfev": maxfev, "x_scale": "x0"}
+    "zovh x_scale=1": lambda: zovh_opt.minimize(
+        residual_sum, x0, bounds=bounds, rng=0, options={"maxfev": maxfev, "x_scale": 1.0}
     ),
     "Nelder-Mead": lambda: scipy_minimize(
         residual_sum, x0, method="Nelder-Mead", bounds=bounds, options={"maxfev": maxfev}

@@ -21,7 +21,7 @@ EXPECT = {
     "parallel_evaluation.py": "same x in every run: True",
     "resume_from_checkpoint.py": "same x bit for bit: True",
     "scipy_dropin.py": "every point in the box: True",
-    "ode_fit.py": 'zovh x_scale="x0"',
+    "ode_fit.py": "zovh x_scale=1",
     "adversarial_attack.py": "test accuracy",
 }
 

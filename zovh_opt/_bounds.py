@@ -295,6 +295,33 @@ class Box:
             x = xp.where(x > 0, xp.minimum(x, self._widths), xp.minimum(self._widths, 1.0))
         return x
 
+    def bound_scales(self, x0: Any) -> np.ndarray | None:
+        """Each coordinate's scale as the bounds give it, for ``x_scale``'s default: the width
+        ``u - l`` of a finite interval, and for a one-sided bound the distance of ``x0_i`` (in
+        the box) from it; ``None`` unless every coordinate has a bound, or where the scales
+        are all the same (the run is the same at any common scale).
+
+        A positivity bound says that ``x_i`` is a magnitude and ``x0_i`` its size, as
+        Nelder-Mead's initial simplex assumes of every start. Where that distance is within
+        the bound's margin (a start on the bound, up to the rounding of ``x0``), the margin's
+        own scale ``max(|b|, s)`` stands in, and where a width is 0 or beyond the floats ``s``
+        (`one_sided_scales`).
+        """
+        lower, upper = self.host
+        has_lower, has_upper = np.isfinite(lower), np.isfinite(upper)
+        if not (has_lower | has_upper).all():
+            return None
+        x = np.clip(self.space.to_host(self.space.to_compute(x0)), lower, upper)
+        with np.errstate(over="ignore", invalid="ignore"):
+            widths = upper - lower
+            distances = np.where(has_lower, x - lower, upper - x)
+            margin_scales = np.maximum(np.abs(np.where(has_lower, lower, upper)), self.scales)
+        scales = np.where(has_lower & has_upper, widths, distances)
+        near = ~(has_lower & has_upper) & (distances < MARGIN * margin_scales)
+        scales = np.where(near, margin_scales, scales)
+        scales = np.where(np.isfinite(scales) & (scales > 0), scales, self.scales)
+        return None if np.all(scales == scales[0]) else scales
+
     @property
     def all_fixed(self) -> bool:
         """Whether the bounds fix every variable (``lower == upper``)."""

@@ -2,7 +2,8 @@
 
 The method runs in coordinates ``z`` of its own: ``x = phi(unit * s * z)``, where ``phi`` maps
 onto the box of ``bounds`` (`zovh_opt._bounds`; the identity without bounds), ``s`` is the
-option ``x_scale`` (the scales the user knows, per coordinate; 1 by default) and ``unit`` is a
+option ``x_scale`` (the scales the user knows, per coordinate; by default the bounds' scales
+where every coordinate has a bound, `Box.bound_scales`, else 1) and ``unit`` is a
 power of two, 1 unless the scale of ``x`` is extreme (`run_unit`). Its values are ``f / f_unit``,
 ``f_unit`` likewise a power of two fixed by the first finite values. With the step rule every
 iterate is then what it would be at unit scales, bit for bit; the driver sees only user
@@ -47,6 +48,16 @@ def run_unit(scale: float, dtype: str, method_options: dict[str, Any]) -> float:
     return math.ldexp(1.0, math.frexp(scale)[1])
 
 
+def scales_from_bounds(method_options: dict[str, Any]) -> bool:
+    """Whether ``x_scale`` left ``None`` takes the bounds' scales (`Box.bound_scales`): only
+    where every option is scale-free (a number given for one is in the user's units, which
+    scaled coordinates would change) and the method is not the paper's iteration as it is
+    (``curvature="off"``)."""
+    if method_options.get("curvature", "auto") == "off":
+        return False
+    return all(isinstance(method_options.get(name, "auto"), str) for name in SCALE_FREE)
+
+
 def scales_of(x_scale: Any, scales: Any, space: ArraySpace) -> Any:
     """The option ``x_scale`` as a compute array ``s`` of ``d`` positive numbers.
 
@@ -59,6 +70,8 @@ def scales_of(x_scale: Any, scales: Any, space: ArraySpace) -> Any:
     if isinstance(x_scale, str):  # "x0", checked with the options
         return xp.where(scales > 0, scales, xp.ones_like(scales))
     host = np.asarray(x_scale, dtype=np.float64)
+    if host.ndim == 0:  # one number for every coordinate
+        host = np.full(space.dim, float(host))
     if host.shape != (space.dim,):
         raise ValueError(
             f"x_scale must be 'x0' or {space.dim} positive numbers (one per coordinate), "
@@ -105,6 +118,8 @@ class Coordinates:
         space = ArraySpace(x0)
         box, x0 = box_of(bounds, x0, space)
         scales = space.xp.abs(space.to_compute(x0)) if box is None else box.coordinate_scales(x0)
+        if x_scale is None and box is not None and scales_from_bounds(method_options):
+            x_scale = box.bound_scales(x0)
         if box is not None:
             x0 = box.start(x0)
         s = None if x_scale is None else scales_of(x_scale, scales, space)

@@ -50,8 +50,8 @@ def disp_option(value: int) -> bool | int:
 
 
 def _x_scale(name: str, value: Any) -> str | list[float]:
-    """``"x0"`` or a one-dimensional sequence of finite numbers > 0 (host floats; the length
-    is checked against ``x0``'s when the run starts)."""
+    """``"x0"``, a finite number > 0 or a one-dimensional sequence of them (host floats; the
+    length is checked against ``x0``'s when the run starts)."""
     if isinstance(value, str):
         if value != "x0":
             raise ValueError(f"{name} must be 'x0' or positive numbers, got {value!r}")
@@ -61,8 +61,10 @@ def _x_scale(name: str, value: Any) -> str | list[float]:
         host = np.asarray(to_numpy(value) if array else value, dtype=np.float64)
     except (TypeError, ValueError):
         raise TypeError(f"{name} must be 'x0' or positive numbers, got {value!r}") from None
-    if host.ndim != 1 or not np.all(np.isfinite(host)) or not np.all(host > 0):
-        raise ValueError(f"{name} must be 'x0' or finite numbers > 0, one per coordinate")
+    if host.ndim > 1 or not np.all(np.isfinite(host)) or not np.all(host > 0):
+        raise ValueError(
+            f"{name} must be 'x0' or finite numbers > 0, one for all or one per coordinate"
+        )
     return host.tolist()
 
 

@@ -282,14 +282,18 @@ def minimize(
         result is the best run's, with ``nfev`` and ``nit`` of all and ``runs`` (each run's
         ``fun``, ``nfev``, ``nit``, ``status``). For multimodal objectives with a budget to
         spend; ``minimize`` only (an `Optimizer` is one run).
-    x_scale : "x0" or array_like of d floats, optional
+    x_scale : "x0", float or array_like of d floats, optional
         The scale of each coordinate: the run takes place in ``x / x_scale``, so its first
         step and its smoothing radius are ``x_scale`` times as long in each coordinate, as
         ``x_scale`` of ``scipy.optimize.least_squares`` and ``CMA_stds`` of pycma. ``"x0"``:
         the start's own, ``|x0_i|`` (with bounds capped at the interval's width; where
         ``x0_i = 0`` the width capped at 1, or 1), as Nelder-Mead's initial simplex. For
-        parameters of very different sizes; by default every coordinate has the scale of
-        ``|x0|``.
+        parameters of very different sizes. By default, where every coordinate has a bound,
+        the bounds' scales: an interval's width, and for a one-sided bound (``(0, None)``,
+        say) the distance of ``x0_i`` from it (near the bound, ``max(|b|, |x0_i|)``); not
+        with a number for ``learning_rate``, ``smoothing`` or ``regularization``, nor with
+        ``curvature="off"``. Otherwise, and with ``x_scale=1``, every coordinate has the
+        scale of ``|x0|``.
     disp : bool or int, default False
         Print a table row (iteration, evaluations, f estimate, step norm, learning rate,
         elapsed seconds) about 20 times a run, or every ``disp`` iterations, then a summary;
