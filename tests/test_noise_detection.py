@@ -16,6 +16,7 @@ import pytest
 import zovh_opt
 from zovh_opt import _robust
 from zovh_opt._methods.curvature_model import FIRST_STEP_RANGE
+from zovh_opt._methods.zovh import NOISY_PAIRS, default_pairs, noisy_pairs
 from zovh_opt._noise import NoiseMonitor, measurements
 from zovh_opt._step_size import NOISE_CHECKED, StepSizeControl
 
@@ -93,6 +94,51 @@ def test_a_noisy_objective_is_found_at_x0_and_measured_there():
     assert not np.array_equal(points[10], np.ones(20))
     assert 0.3 < res.noise_std < 0.8 and "Noise detected" in res.message
     assert res.nfev == len(points) <= 4000
+
+
+def test_noise_known_before_the_first_iteration_gives_the_model_more_pairs():
+    """``noisy=True``, or ``"auto"`` finding noise at ``x0``: ``NOISY_PAIRS`` times the pairs,
+    as many as leave ``NOISY_MIN_ITERATIONS`` iterations in the budget; the deterministic run,
+    a number given for ``n_directions`` and noise found after the first iteration keep them."""
+    d, maxfev = 20, 20_000
+    plain = default_pairs(d)
+    assert noisy_pairs(d, maxfev) == NOISY_PAIRS * plain == 24
+    assert noisy_pairs(50, 3000) == default_pairs(50)  # 3000 / 400 pairs: the default's 7
+    assert noisy_pairs(1000, 30_000) == 48 and noisy_pairs(1000, 10**9) == 48
+    noise = np.random.default_rng(0)
+    noisy = lambda x: float(x @ x) + 0.1 * noise.standard_normal()  # noqa: E731
+    told = zovh_opt.Optimizer(np.ones(d), rng=0, options={"noisy": True, "maxfev": maxfev})
+    assert told._step.n_directions == 24 and told._method_options["n_directions"] == 24
+    found = zovh_opt.Optimizer(np.ones(d), rng=0, options={"maxfev": maxfev})
+    assert found._step.n_directions == plain
+    while found._phase == "measure":
+        found.tell([noisy(p) for p in found.ask()])
+    assert found.nit == 0 and found._step.n_directions == 24 and len(found.ask()) == 48
+    assert found._step.robust  # the rebuilt method acted on the noise
+    for options in ({"n_directions": 5}, {"curvature": "off"}):
+        opt = zovh_opt.Optimizer(np.ones(d), rng=0, options={"maxfev": maxfev, **options})
+        while opt._phase == "measure":
+            opt.tell([noisy(p) for p in opt.ask()])
+        assert opt._step.n_directions == (5 if options.get("n_directions") else 3)
+    deterministic = zovh_opt.Optimizer(np.ones(d), rng=0, options={"maxfev": maxfev})
+    while deterministic._phase == "measure":
+        deterministic.tell([float(p @ p) for p in deterministic.ask()])
+    assert deterministic._step.n_directions == plain
+
+
+def test_noise_found_after_the_first_iteration_keeps_the_pairs():
+    noise, calls = np.random.default_rng(3), []
+
+    def f(x):  # outliers from the third call on: x0's two values agree
+        calls.append(1)
+        outlier = len(calls) > 2 and noise.random() < 0.2
+        return float(x @ x) + (noise.standard_cauchy() if outlier else 0.0)
+
+    opt = zovh_opt.Optimizer(np.ones(10), rng=0, options={"maxfev": 3000})
+    P = opt._step.n_directions
+    while not opt.done:
+        opt.tell([f(p) for p in opt.ask()])
+    assert "Noise detected" in opt.result().message and opt._step.n_directions == P
 
 
 def test_noisy_false_and_a_fixed_rate_never_measure():

@@ -196,8 +196,9 @@ def minimize(
     n_directions : int, default 3 (1 for ``"hizoo"`` and ``"mezo"``; "auto" for ``"zovh"``)
         Directions per iteration, ``K`` (>= 3 for ``"zovh"`` with ``product="shared"``). For
         ``"zovh"`` with its curvature model, the antithetic pairs ``P`` (``2 P`` evaluations),
-        ``"auto"``: ``(4 + floor(3 ln d)) // 2`` (12 at ``d = 1000``); ``"auto"`` is 3 with
-        ``curvature="off"``.
+        ``"auto"``: ``(4 + floor(3 ln d)) // 2`` (12 at ``d = 1000``), and where the
+        objective is known to be noisy before the first iteration 4 times that, as many as
+        leave 200 iterations in ``maxfev``; ``"auto"`` is 3 with ``curvature="off"``.
     history : int, default 4 (``"zovh"``, ``"zoar"``)
         Iterations of queries reused, ``N`` (query reuse, eq. (10)); 1 disables
         reuse. With the curvature model the step uses the ``P`` pairs of each of the last

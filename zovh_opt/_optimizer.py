@@ -37,7 +37,7 @@ from ._backend import DirectionSource, namespace_of, to_host_floats
 from ._coordinates import Coordinates
 from ._driver_options import checked_method, run_options, validated_x0
 from ._interrupts import deferred_interrupts
-from ._methods import build
+from ._methods import build, rebuilt_for_noise
 from ._noise import NoiseMonitor
 from ._returned_point import ReturnedPoint, mean
 from ._run_loop import run_to_end
@@ -132,12 +132,12 @@ class Optimizer:
         self._coordinates, z0, scale = Coordinates.start(x0, bounds, method_options, x_scale)
         self.xp = namespace_of(z0)
         self._seeds = DirectionSource(rng)
-        maxfev = self.options["maxfev"]
-        self._step, self._method_options = build(
-            method, z0, rng=self._seeds, scale=scale, maxfev=maxfev, options=method_options
-        )
+        maxfev, noisy, final = (self.options[k] for k in ("maxfev", "noisy", "final_evaluations"))
+        self._step, self._method_options = build(  # noisy=True: more pairs from the start
+            method, z0, rng=self._seeds, scale=scale, maxfev=maxfev, options=method_options,
+            noisy=noisy is True,
+        )  # fmt: skip
         adaptive = self._step.control is not None
-        noisy, final = self.options["noisy"], self.options["final_evaluations"]
         self._noise = NoiseMonitor(noisy, adaptive, final, self._step.x)
         self._returned = ReturnedPoint(False, final or 1, None, self.xp)
         if self._noise.detected:  # noisy=True: the end of a noisy run from the start
@@ -419,6 +419,9 @@ class Optimizer:
         room = self.options["maxfev"] - self._told - self._step.points_per_iteration
         self._noise.take(values, room)
         if self._noise.done:
+            if self._noise.detected and self.nit == 0 and not self._noise.acted:  # at x0
+                args = self.method, self._step, self._method_options, self.options["maxfev"]
+                self._step, self._method_options = rebuilt_for_noise(*args)
             self._noise.act(self._returned, self._stopping, self._step)
             self._phase = "iterate"
 

@@ -28,18 +28,36 @@ def build(
     scale: float | None,
     maxfev: int | None,
     options: dict[str, Any],
+    noisy: bool = False,
 ) -> tuple[AskTellMethod, dict[str, Any]]:
     """The method object of a run, and the options it runs with.
 
     The method ``name`` first adjusts its ``"auto"`` options to the budget ``maxfev``
-    (``options_for_budget``; ``"zovh"`` takes the paper's iteration below ``30 d``), then
-    names the class that runs them (``iteration_class``), which is built at ``x0`` with the
-    length scale ``scale`` and the direction source ``rng``.
+    (``options_for_budget``; ``"zovh"`` takes the paper's iteration below ``30 d``) and, for
+    an objective known to be noisy, to the noise (``options_for_noise``; ``"zovh"`` takes
+    more pairs), then names the class that runs them (``iteration_class``), which is built at
+    ``x0`` with the length scale ``scale`` and the direction source ``rng``.
     """
     method = METHODS[name]
     options = method.options_for_budget(options, x0.shape[0], maxfev)
+    if noisy:
+        options = method.options_for_noise(options, x0.shape[0], maxfev)
     iteration = method.iteration_class(options, x0.shape[0])
     return iteration(x0, rng=rng, scale=scale, **options), options
+
+
+def rebuilt_for_noise(
+    name: str, step: AskTellMethod, options: dict[str, Any], maxfev: int
+) -> tuple[AskTellMethod, dict[str, Any]]:
+    """The method of a run whose ``noisy="auto"`` found noise at ``x0``, before its first
+    iteration, as `build` makes it for ``noisy=True`` (``options_for_noise``: ``"zovh"``'s
+    curvature model takes more pairs); ``step`` and ``options`` themselves where the noise
+    changes nothing. The new method starts at ``step``'s point with its length scale and
+    direction source."""
+    noisy = METHODS[name].options_for_noise(options, step.space.dim, maxfev)
+    if noisy == options:
+        return step, options
+    return build(name, step.x, rng=step.source, scale=step.scale, maxfev=maxfev, options=noisy)
 
 
 __all__ = [
@@ -55,4 +73,5 @@ __all__ = [
     "ZOSGD",
     "ZoVH",
     "build",
+    "rebuilt_for_noise",
 ]

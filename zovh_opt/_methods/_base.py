@@ -113,6 +113,15 @@ class AskTellMethod(PendingPoints):
         return options
 
     @classmethod
+    def options_for_noise(
+        cls, options: dict[str, Any], dim: int, maxfev: int | None
+    ) -> dict[str, Any]:
+        """The options to run with when the objective is known to be noisy before the first
+        iteration (``noisy=True``, or ``"auto"`` that found noise at ``x0``): ``options``
+        themselves, unless a method's ``"auto"`` choices depend on the noise."""
+        return options
+
+    @classmethod
     def options_from_checkpoint(cls, options: dict[str, Any]) -> dict[str, Any]:
         """The options a checkpoint's run continues with: its own (``"zovh"`` reads the
         meaning its ``"auto"`` had when the checkpoint was written)."""

@@ -15,7 +15,7 @@ import numpy as np
 from .. import _robust, estimators
 from .._step_size import INITIAL_STEP
 from ._base import GradientStepMethod
-from .zovh import PAPER_ONLY, ZoVH
+from .zovh import PAPER_ONLY, ZoVH, default_pairs
 
 # history="auto": the step uses the pairs of this many iterations, the current one included
 # (the paper's N = 4). COCO bbob-largescale, d = 320, 100 d, zovh alone (a prototype): 0.187,
@@ -47,12 +47,6 @@ class KeptPairs:
     deltas: np.ndarray
     centre: Any
     rows: Any
-
-
-def default_pairs(dim: int) -> int:
-    """``n_directions="auto"``: ``P = (4 + floor(3 ln d)) // 2`` pairs, so that ``2 P`` is
-    CMA-ES's default population size (at least 2 pairs)."""
-    return max(2, (4 + int(3 * math.log(dim))) // 2) if dim > 1 else 2
 
 
 class CurvatureModelZoVH(ZoVH, GradientStepMethod):
