@@ -106,6 +106,21 @@ def test_noisy_comparison_ignores_a_nan_on_either_side():
     assert not returned.chose_start()
 
 
+def test_noisy_comparison_keeps_the_start_unless_mean_and_median_are_lower():
+    """A skewed noise's rare large values carry its mean: ten of them at the worse point can
+    show the lower mean, not the lower median."""
+    returned = ReturnedPoint(noisy=True, final_evaluations=5, start=np.ones(5), xp=np)
+    x, x0 = [3.0, 3.0, 3.0, 3.0, 3.0], [1.0, 1.0, 1.0, 1.0, 20.0]  # x: lower mean, not median
+    returned.compared = x + x0
+    assert returned.chose_start()
+    returned.compared = [1.0, 1.0, 1.0, 1.0, 20.0] + [3.0] * 5  # lower median, not mean
+    assert returned.chose_start()
+    returned.compared = [0.5, 0.5, 0.5, 0.5, 2.0] + [1.0] * 5  # both lower: the iterate
+    assert not returned.chose_start()
+    returned.compared = [0.5, 0.5, 0.5, math.nan, 0.5] + [1.0, math.nan, 1.0, 1.0, 1.0]
+    assert not returned.chose_start()
+
+
 # 3. saving through links ------------------------------------------------------------------------
 
 

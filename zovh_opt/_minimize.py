@@ -319,8 +319,9 @@ def minimize(
     biased low (it picks favourable noise) and its point is not the best one. Once the run
     knows the objective is noisy (``noisy="auto"`` found it, or ``noisy=True``), ``x0`` is
     measured ``final_evaluations`` times and the run ends with as many values at the final
-    iterate: ``x`` is the one of the two with the lower mean (where noise decided the step
-    rule's comparisons the iterate can drift uphill), ``fun`` the mean of
+    iterate: ``x`` is the final iterate where the mean and the median of its values are both
+    the lower, else ``x0`` (where noise decided the step rule's comparisons the iterate can
+    drift uphill), ``fun`` the mean of
     ``final_evaluations`` fresh values there (unbiased for the mean of ``fun`` at ``x``),
     ``fun_std_error`` its standard error (the sample's: with 10 values 3 of them miss 1.6 % of
     normal errors, and more of skewed ones; raise ``final_evaluations`` for a tighter one) and

@@ -153,9 +153,10 @@ class NoiseMonitor:
     def act(self, returned: Any, stopping: Any, method: Any) -> None:
         """Where noise is known (at the end of the measurement of ``x0``; with
         ``noisy=True`` the returned point also from the start): the returned point is
-        chosen by means (``x0``'s values are its side of the comparison), the tolerances that
-        noise triggers go (``stopping``), and the method reads its batches robustly and keeps
-        its radius above the noise; each part may be ``None`` (not yet built)."""
+        chosen by means and medians (``x0``'s values are its side of the comparison), the
+        tolerances that noise triggers go (``stopping``), and the method reads its batches
+        robustly and keeps its radius above the noise; each part may be ``None`` (not yet
+        built)."""
         if not self.detected or self.acted or not self.done:
             return
         self.acted = True
@@ -170,9 +171,9 @@ class NoiseMonitor:
         if not (self.auto and self.detected):
             return ""
         return (
-            " Noise detected (a point's values differed on repeats): x was chosen by mean "
-            "values, fun is the mean of fresh values there (fun_std_error, noise_std), and "
-            "the tolerances left 'auto' were off."
+            " Noise detected (a point's values differed on repeats): x was chosen by the mean "
+            "and median of values, fun is the mean of fresh values there (fun_std_error, "
+            "noise_std), and the tolerances left 'auto' were off."
         )
 
     def state(self) -> dict[str, Any]:

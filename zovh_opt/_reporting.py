@@ -65,12 +65,8 @@ class Progress:
     HEADER = f"{'nit':>8} {'nfev':>10} {'f estimate':>13} {'step norm':>10} {'lr':>9} {'time s':>8}"
 
     def __init__(self, every: int, bar: bool, optimizer: Any) -> None:
-        per, reserve = optimizer._step.points_per_iteration, optimizer._returned.reserve
-        maxiter = optimizer._stopping.iteration_budget(per, reserve)
-        # the measurements of x0 and the best point (`zovh_opt._noise`) take a few of them
-        maxiter = optimizer._stopping.iteration_budget(
-            per, reserve + optimizer._noise.budgeted(maxiter)
-        )
+        maxiter = self._iterations(optimizer)
+        self.rows = every < 0  # about 20 rows: `every` follows the iterations the run can take
         self.every = max(1, maxiter // 20) if every < 0 else every
         self.restarts = len(optimizer.restarts)
         self.noise_reported = False
@@ -85,13 +81,37 @@ class Progress:
                 ) from exc
             self.bar = tqdm(total=maxiter, initial=optimizer.nit, unit="it", dynamic_ncols=True)
 
+    @staticmethod
+    def _iterations(optimizer: Any) -> int:
+        """The iterations the run can take, after the measurements of ``x0`` and the best
+        point (`zovh_opt._noise`)."""
+        per, reserve = optimizer._step.points_per_iteration, optimizer._returned.reserve
+        maxiter = optimizer._stopping.iteration_budget(per, reserve)
+        return optimizer._stopping.iteration_budget(
+            per, reserve + optimizer._noise.budgeted(maxiter)
+        )
+
+    def _noise_found(self, optimizer: Any) -> None:
+        """Noise found at ``x0`` builds the method again with more pairs (`zovh_opt._methods.
+        rebuilt_for_noise`): fewer iterations than the rows and the bar were counted for."""
+        maxiter = self._iterations(optimizer)
+        if self.rows:
+            self.every = max(1, maxiter // 20)
+        if self.bar is not None:
+            self.bar.total = maxiter
+            self.bar.refresh()
+
     def iteration(self, optimizer: Any) -> None:
         """Report the iteration that just ended."""
+        noise = optimizer._noise
+        if noise.detected and not self.noise_reported and optimizer.nit == 1:
+            self._noise_found(optimizer)
         if self.bar is not None:
             self.bar.update(1)
             if optimizer.nit % 10 == 1:
                 self.bar.set_postfix(f=f"{optimizer.f_estimate:.4g}", refresh=False)
         if not self.every:
+            self.noise_reported = self.noise_reported or noise.detected
             return
         if len(optimizer.restarts) > self.restarts:
             self.restarts = len(optimizer.restarts)
@@ -100,7 +120,6 @@ class Progress:
                 f"restart at nit {last['nit']}: {last['reason']}; "
                 f"learning rate now {last['learning_rate']:.3g}"
             )
-        noise = optimizer._noise
         if noise.detected and not self.noise_reported:
             self.noise_reported = True
             print(
