@@ -161,6 +161,20 @@ def test_disp_says_when_noise_was_found(capsys):
     assert "noise detected by nit 1" in out and "Standard error of fun" in out
 
 
+def test_disp_rows_follow_a_run_rebuilt_with_more_pairs(capsys):
+    """Noise found at x0 builds the method again with 4 times the pairs: about 20 rows still,
+    counted from the iterations the rebuilt run can take."""
+    noise = np.random.default_rng(0)
+    res = zovh_opt.minimize(
+        lambda x: float(x @ x) + 0.1 * noise.standard_normal(),
+        np.ones(20),
+        rng=0,
+        options={"maxfev": 20_000, "disp": True},
+    )
+    rows = [line for line in capsys.readouterr().out.splitlines() if line[:8].strip().isdigit()]
+    assert res.nit < 450 and 15 <= len(rows) <= 25, (res.nit, len(rows))
+
+
 def stream(noisy, start=0):
     """f with noise drawn from a fixed sequence, from its ``start``-th value on."""
     draws, calls = np.random.default_rng(5).standard_normal(10_000), iter(range(start, 10_000))
