@@ -146,12 +146,8 @@ class Box:
         both = has_lower & has_upper
         # halves first: the width of a box wider than the largest float is not formed
         half = np.where(both, upper / 2 - lower / 2, 0.0)
-        margin_lower = np.where(
-            both, 2 * MARGIN * half, MARGIN * np.maximum(np.abs(lower), self.scales)
-        )
-        margin_upper = np.where(
-            both, 2 * MARGIN * half, MARGIN * np.maximum(np.abs(upper), self.scales)
-        )
+        margin_lower = np.where(both, 2 * MARGIN * half, MARGIN * self._one_sided(lower))
+        margin_upper = np.where(both, 2 * MARGIN * half, MARGIN * self._one_sided(upper))
         fixed = both & (half == 0)
         # finite stand-ins where a bound is open, so no inf - inf is ever formed
         low = np.where(has_lower, lower, 0.0)
@@ -295,6 +291,10 @@ class Box:
             x = xp.where(x > 0, xp.minimum(x, self._widths), xp.minimum(self._widths, 1.0))
         return x
 
+    def _one_sided(self, bound: np.ndarray) -> np.ndarray:
+        """The scale of a one-sided bound's margin, ``max(|b|, s)`` (module docstring)."""
+        return np.maximum(np.abs(bound), self.scales)
+
     def bound_scales(self, x0: Any) -> np.ndarray | None:
         """Each coordinate's scale as the bounds give it, for ``x_scale``'s default: the width
         ``u - l`` of a finite interval, and for a one-sided bound the distance of ``x0_i`` (in
@@ -315,7 +315,7 @@ class Box:
         with np.errstate(over="ignore", invalid="ignore"):
             widths = upper - lower
             distances = np.where(has_lower, x - lower, upper - x)
-            margin_scales = np.maximum(np.abs(np.where(has_lower, lower, upper)), self.scales)
+            margin_scales = self._one_sided(np.where(has_lower, lower, upper))
         scales = np.where(has_lower & has_upper, widths, distances)
         near = ~(has_lower & has_upper) & (distances < MARGIN * margin_scales)
         scales = np.where(near, margin_scales, scales)

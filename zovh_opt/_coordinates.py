@@ -40,7 +40,7 @@ def run_unit(scale: float, dtype: str, method_options: dict[str, Any]) -> float:
     ``regularization`` left ``"auto"``); a number given for one of them is in the user's
     units, and the run keeps them.
     """
-    if any(not isinstance(method_options.get(name, "auto"), str) for name in SCALE_FREE):
+    if not scale_free(method_options):
         return 1.0
     limit = 2.0 ** (np.finfo(np.dtype(dtype)).maxexp // 16)
     if 1 / limit <= scale <= limit or not math.isfinite(scale):
@@ -48,14 +48,18 @@ def run_unit(scale: float, dtype: str, method_options: dict[str, Any]) -> float:
     return math.ldexp(1.0, math.frexp(scale)[1])
 
 
+def scale_free(method_options: dict[str, Any]) -> bool:
+    """Whether every option of `SCALE_FREE` is left ``"auto"`` (a number is in the user's
+    units)."""
+    return all(isinstance(method_options.get(name, "auto"), str) for name in SCALE_FREE)
+
+
 def scales_from_bounds(method_options: dict[str, Any]) -> bool:
     """Whether ``x_scale`` left ``None`` takes the bounds' scales (`Box.bound_scales`): only
     where every option is scale-free (a number given for one is in the user's units, which
     scaled coordinates would change) and the method is not the paper's iteration as it is
     (``curvature="off"``)."""
-    if method_options.get("curvature", "auto") == "off":
-        return False
-    return all(isinstance(method_options.get(name, "auto"), str) for name in SCALE_FREE)
+    return method_options.get("curvature", "auto") != "off" and scale_free(method_options)
 
 
 def scales_of(x_scale: Any, scales: Any, space: ArraySpace) -> Any:

@@ -104,14 +104,13 @@ class Progress:
     def iteration(self, optimizer: Any) -> None:
         """Report the iteration that just ended."""
         noise = optimizer._noise
-        if noise.detected and not self.noise_reported and optimizer.nit == 1:
+        if noise.detected and optimizer.nit == 1:  # found at x0: the method may be rebuilt
             self._noise_found(optimizer)
         if self.bar is not None:
             self.bar.update(1)
             if optimizer.nit % 10 == 1:
                 self.bar.set_postfix(f=f"{optimizer.f_estimate:.4g}", refresh=False)
         if not self.every:
-            self.noise_reported = self.noise_reported or noise.detected
             return
         if len(optimizer.restarts) > self.restarts:
             self.restarts = len(optimizer.restarts)

@@ -20,6 +20,7 @@
 from __future__ import annotations
 
 import math
+import statistics
 from collections.abc import Callable
 from typing import Any
 
@@ -39,11 +40,8 @@ def finite_mean(values: list[float]) -> float:
 
 def finite_median(values: list[float]) -> float:
     """The median of the finite ``values``; ``inf`` when there is none (such a side loses)."""
-    finite = sorted(v for v in values if math.isfinite(v))
-    n = len(finite)
-    if not n:
-        return math.inf
-    return finite[n // 2] if n % 2 else (finite[n // 2 - 1] + finite[n // 2]) / 2
+    finite = [v for v in values if math.isfinite(v)]
+    return statistics.median(finite) if finite else math.inf
 
 
 def sample_std(values: list[float]) -> float:
