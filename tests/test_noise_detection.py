@@ -105,6 +105,11 @@ def test_noise_known_before_the_first_iteration_gives_the_model_more_pairs():
     assert noisy_pairs(d, maxfev) == NOISY_PAIRS * plain == 24
     assert noisy_pairs(50, 3000) == default_pairs(50)  # 3000 / 400 pairs: the default's 7
     assert noisy_pairs(1000, 30_000) == 48 and noisy_pairs(1000, 10**9) == 48
+    for small in (2, 4, 6):  # maxfev left to its default, 1000 d: the same cap as given
+        capped = noisy_pairs(small, 1000 * small)
+        assert capped < NOISY_PAIRS * default_pairs(small)
+        told = zovh_opt.Optimizer(np.ones(small), rng=0, options={"noisy": True})
+        assert told._step.n_directions == capped
     noise = np.random.default_rng(0)
     noisy = lambda x: float(x @ x) + 0.1 * noise.standard_normal()  # noqa: E731
     told = zovh_opt.Optimizer(np.ones(d), rng=0, options={"noisy": True, "maxfev": maxfev})

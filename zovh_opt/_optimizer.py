@@ -45,6 +45,7 @@ from ._run_state import restore, restoring, state_of
 from ._safeguard import Safeguard
 from ._stopping import (
     FTARGET,
+    MAXFEV_PER_DIMENSION,
     RUNNING,
     STALLED,
     SUCCESS,
@@ -132,11 +133,11 @@ class Optimizer:
         self._coordinates, z0, scale = Coordinates.start(x0, bounds, method_options, x_scale)
         self.xp = namespace_of(z0)
         self._seeds = DirectionSource(rng)
-        maxfev, noisy, final = (self.options[k] for k in ("maxfev", "noisy", "final_evaluations"))
+        noisy, final = self.options["noisy"], self.options["final_evaluations"]
+        maxfev = self.options["maxfev"] or MAXFEV_PER_DIMENSION * z0.shape[0]  # the default's
         self._step, self._method_options = build(  # noisy=True: more pairs from the start
             method, z0, rng=self._seeds, scale=scale, maxfev=maxfev, options=method_options,
-            noisy=noisy is True,
-        )  # fmt: skip
+            noisy=noisy is True)  # fmt: skip
         adaptive = self._step.control is not None
         self._noise = NoiseMonitor(noisy, adaptive, final, self._step.x)
         self._returned = ReturnedPoint(False, final or 1, None, self.xp)

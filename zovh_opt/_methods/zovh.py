@@ -165,7 +165,8 @@ def default_pairs(dim: int) -> int:
 
 def noisy_pairs(dim: int, maxfev: int | None) -> int:
     """The pairs of a noisy run's curvature model: ``NOISY_PAIRS`` times `default_pairs`,
-    at most ``maxfev / (2 NOISY_MIN_ITERATIONS)`` (and never fewer than the default)."""
+    at most ``maxfev / (2 NOISY_MIN_ITERATIONS)`` (and never fewer than the default); the
+    driver passes its resolved budget (``None``: no cap)."""
     plain = default_pairs(dim)
     pairs = NOISY_PAIRS * plain
     if maxfev is not None:
