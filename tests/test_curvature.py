@@ -188,11 +188,15 @@ def test_jac_and_the_step_with_a_fixed_rate(history, drive_pairs):
 
 def test_flat_and_linear_objectives_neither_blow_up_nor_stall():
     """A flat f: the model's curvature falls towards 0 and its step grows without bound; the
-    trust radius keeps rejected trials from growing, and ftol ends the run, after the three
-    finer scales it tries first. A linear f: the steps grow geometrically."""
-    res = zovh_opt.minimize(lambda x: 1.0, np.ones(50), rng=0)
+    trust radius keeps rejected trials from growing, and (without the plateau rule, which
+    ends it after 5 iterations) ftol ends the run, after the three finer scales it tries
+    first. A linear f: the steps grow geometrically."""
+    flat = {"flat_iterations": None}
+    res = zovh_opt.minimize(lambda x: 1.0, np.ones(50), rng=0, options=flat)
     assert res.status == 0 and np.all(np.isfinite(res.x)) and res.nfev < 5000
     assert [r["cause"] for r in res.restarts] == ["stall"] * 3
+    res = zovh_opt.minimize(lambda x: 1.0, np.ones(50), rng=0)
+    assert res.status == 0 and res.nit == 5 and "x0 lies on a plateau" in res.message
     options = {"maxfev": 5000}
     linear = zovh_opt.minimize(lambda x: float(np.sum(x)), np.ones(50), rng=0, options=options)
     assert np.all(np.isfinite(linear.x)) and linear.fun < -1e6

@@ -32,6 +32,7 @@ OPTION_VALUES = {
     "ftarget": st.floats(-10, 10),
     "ftol": st.floats(1e-6, 1),
     "ftol_window": st.integers(1, 20),
+    "flat_iterations": st.integers(1, 6),
     "noisy": st.booleans(),
     "final_evaluations": st.integers(1, 4),
     "max_restarts": st.integers(0, 4),

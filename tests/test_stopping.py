@@ -125,3 +125,58 @@ def test_callback_stop_iteration(through_scipy):
     assert res.nit == 5 and res.status == 99 and not res.success
     assert res.message == "`callback` raised `StopIteration`."
     assert res.nfev == 5 * 2 * default_pairs(D) + 1 + measurements(5)
+
+
+def rounded_sphere(x):
+    """A step function: a sphere rounded to two decimals (a plateau around its minimum)."""
+    return float(np.round(np.sum((x - 1.234) ** 2), 2))
+
+
+def test_a_plateau_ends_the_run_after_flat_iterations():
+    """Once every value of ``flat_iterations`` iterations in a row is one number the run ends
+    with success; without the rule the same run goes on (the step rule only shrinks its
+    queries on a plateau) and makes the same evaluations up to there."""
+    runs = {}
+    for flat in (3, None):
+        values = []
+
+        def f(x, values=values):
+            values.append(rounded_sphere(x))
+            return values[-1]
+
+        options = {"flat_iterations": flat, "noisy": False}
+        runs[flat] = zovh_opt.minimize(f, np.zeros(5), rng=0, options=options), values
+    (res, values), (longer, without) = runs[3], runs[None]
+    assert res.status == 0 and "on a plateau of f" in res.message and res.fun == 0.0
+    per, rest = divmod(res.nfev - 1, res.nit)  # the iterations and the final evaluation
+    assert rest == 0
+    last = np.array(values[-1 - 3 * per : -1])
+    assert np.all(last == last[0])
+    assert not np.all(np.array(values[-1 - 4 * per : -1 - 3 * per]) == last[0])
+    assert longer.nfev > res.nfev and "plateau" not in longer.message
+    assert without[: res.nfev - 1] == values[:-1]
+
+
+def test_a_start_on_a_plateau_says_so():
+    res = zovh_opt.minimize(lambda x: max(float(x @ x), 1.0), np.full(3, 0.3), rng=0)
+    assert res.success and res.nit == 5 and "x0 lies on a plateau" in res.message
+
+
+@pytest.mark.parametrize(
+    "options, status",
+    [({"noisy": True, "maxfev": 400}, 1), ({"learning_rate": 1e-3, "maxiter": 30}, 2)],
+)
+def test_no_plateau_rule_with_noise_or_a_fixed_rate(options, status):
+    """Equal values are no plateau where the objective is known to be noisy (discrete noise
+    repeats values by chance), nor with a fixed rate (no tolerance is automatic there)."""
+    res = zovh_opt.minimize(lambda x: 1.0, np.ones(4), rng=0, options=options)
+    assert res.status == status
+
+
+def test_a_checkpoint_from_before_the_plateau_rule_runs_without_it():
+    opt = zovh_opt.Optimizer(np.ones(4), rng=0)
+    state = opt._stopping.state()
+    for key in ("flat", "flat_value", "seen"):
+        del state[key]
+    opt._stopping.load_state(state)
+    assert opt.options["flat_iterations"] is None

@@ -57,6 +57,7 @@ INTEGERS = {  # name: smallest and largest allowed value
     "maxiter": (1, 2**62),
     "maxfev": (1, 2**62),
     "ftol_window": (1, 2**62),
+    "flat_iterations": (1, 2**62),
     "final_evaluations": (1, 10_000),
     "max_restarts": (0, 10**6),
 }

@@ -135,9 +135,9 @@ def minimize(
         not an estimate of the inverse Hessian. With ``bounds`` neither is given (they would
         be derivatives in the run's unconstrained coordinates).
 
-        ``status``: 0 ``ftol`` or ``xtol`` met, 1 ``maxfev``, 2 ``maxiter``, 3 failed (the
-        objective gave no finite value near ``x``, also after ``max_restarts`` restarts with
-        shorter steps), 4 ``ftarget``
+        ``status``: 0 ``ftol``, ``xtol`` or ``flat_iterations`` met, 1 ``maxfev``, 2
+        ``maxiter``, 3 failed (the objective gave no finite value near ``x``, also after
+        ``max_restarts`` restarts with shorter steps), 4 ``ftarget``
         reached, 5 ``maxtime``, 6 interrupted (``KeyboardInterrupt``: the result so far,
         without a final evaluation),
         99 the callback raised ``StopIteration``. ``success`` is True for 0 and 4.
@@ -256,6 +256,13 @@ def minimize(
         Relative to ``x0``'s size, not to its distance from the minimum: from
         ``x0 = 1e8 + offset`` the steps stop near ``1.5e-3``; pass a smaller ``xtol`` (or
         ``None``) when the start is far from the origin and close to the answer.
+    flat_iterations : int or "auto", default "auto"
+        Stop with success when every value of this many iterations in a row is one and the
+        same number: ``f`` is flat at the queries' spread (a plateau of a step function, a
+        quantized output, or ``f`` rounded at its minimum), where the step rule only shrinks
+        its queries (every trial ties with its centre). Where that value is the only one the
+        run has seen, the message says that ``x0`` lies on a plateau. ``"auto"``: 5 with the
+        step rule, none with a fixed rate.
     maxtime : float, optional
         Wall-clock budget in seconds, checked before each iteration. The final evaluations
         (1, or ``2 final_evaluations`` for a noisy objective) follow it: they are the answer.
@@ -328,7 +335,8 @@ def minimize(
     ``noise_std`` the noise's standard deviation there; the message says so. During the run
     the batches are read with robust statistics (medians, clipped differences: outliers), the
     smoothing radius is kept above the noise,
-    and ``ftol`` and ``xtol`` left ``"auto"`` are off: a noisy run ends by its budget,
+    and ``ftol``, ``xtol`` and ``flat_iterations`` left ``"auto"`` are off (discrete noise
+    repeats values by chance): a noisy run ends by its budget,
     ``ftarget`` or the tolerances the user set (docs: *Noisy objectives*).
 
     With a float ``learning_rate``, ``K = 3``, ``N = 4``, ``mu = 0.1`` and ``lambda = 0.1``

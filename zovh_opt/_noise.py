@@ -15,9 +15,9 @@ not. So a run evaluates points again:
 
 When noise is known the run acts on it (`NoiseMonitor.act`): the step rule keeps the
 smoothing radius above the noise (`zovh_opt._step_size`), the tolerances that noise alone
-would trigger (``ftol``, ``xtol`` left ``"auto"``) are off, and the returned point is chosen
-by mean values and measured afresh (`zovh_opt._returned_point`); the values at ``x0`` serve as
-its side of that comparison.
+would trigger (``ftol``, ``xtol``, ``flat_iterations`` left ``"auto"``) are off, and the
+returned point is chosen by mean values and measured afresh (`zovh_opt._returned_point`);
+the values at ``x0`` serve as its side of that comparison.
 """
 
 from __future__ import annotations

@@ -450,7 +450,7 @@ class Optimizer:
         length = step.step_norm if step.control is None else step.control.step_length
         scale = self._stopping.length_scale(step.control)
         verdict = self._stopping.after_iteration(
-            f_estimate, self._returned.lowest(), length, scale, safeguard.scale
+            f_estimate, self._returned.lowest(), length, scale, safeguard.scale, told
         )
         if verdict is STALLED:
             if safeguard.rescale(step, nit=self.nit, nfev=self._told):

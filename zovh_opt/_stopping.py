@@ -14,7 +14,14 @@ or goes on at a finer scale is the safeguard's decision (`zovh_opt._safeguard`).
   times their magnitude, or than the precision of f at ``x0`` (``eps`` times its scale);
   ``"auto"`` is ``1e-12`` with the step rule, none with a fixed rate;
 - ``xtol``: the step length is below ``xtol`` times the length scale of ``x0``; ``"auto"`` is
-  ``1e-3 sqrt(eps)`` with the step rule, none with a fixed rate.
+  ``1e-3 sqrt(eps)`` with the step rule, none with a fixed rate;
+- ``flat_iterations``: every value of that many iterations in a row was one and the same
+  number (``f`` is flat at the queries' spread: a plateau); ``"auto"`` is `FLAT_ITERATIONS`
+  with the step rule, none with a fixed rate. It ends the run with success, as SciPy's
+  methods end on a constant function; where the plateau holds every value the run has seen
+  (``x0`` on a plateau wider than the queries) the message says so.
+
+The tolerances left ``"auto"`` go once the objective is known to be noisy.
 """
 
 from __future__ import annotations
@@ -33,6 +40,9 @@ MAXFEV_PER_DIMENSION = 1000  # the default budget, maxfev = 1000 d (SciPy's Powe
 FTOL = 1e-12  # default ftol with the step rule "auto": the f estimates have stopped decreasing
 FTOL_WINDOW = 50  # iterations of an ftol window at least; by default those of 2 d evaluations
 XTOL_PER_SQRT_EPS = 1e-3  # default xtol = 1e-3 sqrt(eps): 1.5e-11 (float64), 3.5e-7 (float32)
+# default flat_iterations: the step rule only shrinks the queries on a plateau (every trial
+# ties with its centre), so one of this many flat batches in a row is not left
+FLAT_ITERATIONS = 5
 
 
 class Stop(NamedTuple):
@@ -43,6 +53,16 @@ class Stop(NamedTuple):
 
 
 STALLED = Stop(SUCCESS, "stalled")  # ftol fired: stop, or go on at a finer scale (safeguard)
+
+FLAT_MESSAGE = (
+    "f took the value {value:.17g} at every query of the last {count} iterations: the run is "
+    "on a plateau of f (flat at the queries' spread)."
+)
+FLAT_START_MESSAGE = (
+    "f took the value {value:.17g} at every point the run evaluated ({count} iterations): x0 "
+    "lies on a plateau of f wider than the queries' spread (f may be constant). If it is not, "
+    "start elsewhere, or give larger x_scale."
+)
 
 FTOL_MESSAGE = (
     "The median f estimate of the last {window} iterations was lower than that of the "
@@ -83,7 +103,10 @@ class StoppingRules:
         x0_scale: float,
     ) -> None:
         # the tolerances left "auto": off once the objective is known to be noisy
-        self.automatic = [name for name in ("ftol", "xtol") if options[name] == "auto"]
+        names = ("ftol", "xtol", "flat_iterations")
+        self.automatic = [name for name in names if options[name] == "auto"]
+        if options["flat_iterations"] == "auto":
+            options["flat_iterations"] = FLAT_ITERATIONS if adaptive else None
         if options["ftol"] == "auto":
             options["ftol"] = FTOL if adaptive else None
         if options["ftol_window"] is None:
@@ -104,6 +127,9 @@ class StoppingRules:
         self.x0_scale = x0_scale if not adaptive and options["xtol"] is not None else None
         self.recent: list[float] = []  # f estimates of the current ftol window
         self.previous_median = math.nan  # of the window before
+        self.flat = 0  # iterations in a row whose values were all one number
+        self.flat_value = math.nan  # that number
+        self.seen = (math.inf, -math.inf)  # the least and the largest value seen
 
     def iteration_budget(self, points_per_iteration: int, final_evaluations: int) -> int:
         """The iterations the run can take: ``maxiter``, or as many as ``maxfev`` pays for
@@ -139,16 +165,21 @@ class StoppingRules:
         step_length: float,
         length_scale: float,
         f_scale: float,
+        values: Any,
     ) -> Stop | None:
-        """After an iteration whose f estimate is ``f_estimate``: ``ftarget`` (against
-        ``lowest``, the lowest value evaluated, where given), then ``ftol`` (`STALLED`), then
-        ``xtol`` (the step length against ``xtol`` times ``length_scale``)."""
+        """After an iteration whose f estimate is ``f_estimate`` and whose (finite) values
+        are ``values``: ``ftarget`` (against ``lowest``, the lowest value evaluated, where
+        given), then ``flat_iterations``, then ``ftol`` (`STALLED`), then ``xtol`` (the step
+        length against ``xtol`` times ``length_scale``)."""
         opts = self.options
         target = opts["ftarget"]
         if target is not None:
             reached = f_estimate if lowest is None else lowest
             if reached <= target:
                 return Stop(FTARGET, f"ftarget reached: f = {reached:.6g} <= {target:.6g}.")
+        plateau = self._plateau(values)
+        if plateau is not None:
+            return plateau
         self.recent.append(f_estimate)
         if opts["ftol"] is not None and len(self.recent) == opts["ftol_window"]:
             before, after = self.previous_median, statistics.median(self.recent)
@@ -162,6 +193,22 @@ class StoppingRules:
         if opts["xtol"] is not None and step_length <= opts["xtol"] * length_scale:
             return Stop(SUCCESS, "The steps became shorter than xtol times the length scale of x0.")
         return None
+
+    def _plateau(self, values: Any) -> Stop | None:
+        """The stop of ``flat_iterations`` flat iterations in a row, else ``None``."""
+        least, largest = float(values.min()), float(values.max())
+        self.seen = (min(self.seen[0], least), max(self.seen[1], largest))
+        if least != largest:
+            self.flat = 0
+            return None
+        self.flat = self.flat + 1 if least == self.flat_value else 1
+        self.flat_value = least
+        count = self.options["flat_iterations"]
+        if count is None or self.flat < count:
+            return None
+        if self.seen == (least, least):
+            return Stop(SUCCESS, FLAT_START_MESSAGE.format(value=least, count=self.flat))
+        return Stop(SUCCESS, FLAT_MESSAGE.format(value=least, count=self.flat))
 
     def noisy(self) -> None:
         """The objective is noisy: the tolerances left ``"auto"`` go. A noisy run stops
@@ -189,6 +236,9 @@ class StoppingRules:
             "x0_scale": self.x0_scale,
             "recent": list(self.recent),
             "previous_median": self.previous_median,
+            "flat": self.flat,
+            "flat_value": self.flat_value,
+            "seen": list(self.seen),
         }
 
     def load_state(self, state: dict[str, Any]) -> None:
@@ -196,3 +246,8 @@ class StoppingRules:
         self.x0_scale = None if state["x0_scale"] is None else float(state["x0_scale"])
         self.recent = [float(v) for v in state["recent"]]
         self.previous_median = float(state["previous_median"])
+        if "flat" not in state:  # a checkpoint from before the plateau rule: runs without it
+            self.options["flat_iterations"] = None
+        self.flat = int(state.get("flat", 0))
+        self.flat_value = float(state.get("flat_value", math.nan))
+        self.seen = tuple(float(v) for v in state.get("seen", (math.inf, -math.inf)))
