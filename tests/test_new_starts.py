@@ -72,3 +72,51 @@ def test_new_starts_follow_only_a_converged_run_and_share_maxtime():
     timed = {"maxtime": 0.3, "new_starts": 1000, "maxfev": 10**7}
     res = zovh_opt.minimize(rastrigin, np.full(3, 3.0), rng=0, options=timed)
     assert 1 <= len(res.runs) < 1000 and res.runs[-1]["status"] in (0, 5)
+
+
+def first_queries(optimizer):
+    """The offsets from x0 of the first iteration's queries (after x0's two values)."""
+    x0 = np.asarray(optimizer.ask())[0]
+    optimizer.tell([rastrigin(x0)] * 2)
+    return np.asarray(optimizer.ask()) - x0
+
+
+@pytest.mark.parametrize("curvature", ["full", "diagonal"])
+def test_a_widened_start_queries_that_much_farther_out(curvature):
+    """``widen(4)``: the same directions, at 4 times the radius; the trust in the steps, the
+    model and everything else as before."""
+    x0, options = np.full(5, 0.7), {"curvature": curvature}
+    plain = zovh_opt.Optimizer(x0, options=options, rng=3)
+    wide = zovh_opt.Optimizer(x0, options=options, rng=3)
+    wide._step.widen(4.0)
+    np.testing.assert_allclose(first_queries(wide), 4.0 * first_queries(plain), rtol=1e-12)
+
+
+def test_the_kth_new_start_widens_its_queries(monkeypatch):
+    from zovh_opt._methods import AskTellMethod
+
+    factors = []
+    widen = AskTellMethod.widen
+
+    def spy(self, factor):
+        factors.append(factor)
+        widen(self, factor)
+
+    monkeypatch.setattr(AskTellMethod, "widen", spy)
+    res = zovh_opt.minimize(
+        rastrigin, np.full(3, 2.0), rng=0, options={"maxfev": 30_000, "new_starts": 4}
+    )
+    assert len(res.runs) == 5 and factors == [4.0, 16.0, 64.0, 64.0]
+
+
+def test_a_widened_start_keeps_its_radius_when_noise_rebuilds_it():
+    """Noise found at x0 builds the method again with more pairs; the widening stays."""
+    noise = np.random.default_rng(0)
+    optimizer = zovh_opt.Optimizer(np.full(6, 0.5), rng=0)
+    optimizer._step.widen(16.0)
+    points = np.asarray(optimizer.ask())
+    while np.all(points == points[0]):  # the measurements at x0
+        optimizer.tell([rastrigin(x) + noise.normal() for x in points])
+        points = np.asarray(optimizer.ask())
+    assert optimizer._step.n_directions > 5  # rebuilt for the noise
+    assert optimizer._step.control.spread == 16.0

@@ -17,7 +17,8 @@ last accepted point, and the f estimate of the batch taken there.
 - ``eta`` starts so that the first step is ``0.1 * l`` long, with ``l = |x0|``, or ``sqrt(d)``
   when ``x0 = 0``.
 - The smoothing radius follows the step length: queries lie at ``mu |u| ~ mu sqrt(d)`` from
-  their centre, and ``mu sqrt(d)`` is kept within a factor 2 of ``SPREAD`` times the running
+  their centre, and ``mu sqrt(d)`` is kept within a factor 2 of ``spread`` (``SPREAD``; a new
+  start widens it: `StepSizeControl.widen`) times the running
   geometric mean of the trial step lengths, on the grid ``mu0 2**k`` (a decrease goes down
   at least two steps of the grid). As the run converges the
   radius shrinks with the steps, so the precision is not capped at the ``O(mu**2)`` bias of a
@@ -73,6 +74,8 @@ NOISE_MISFIT = 4.0  # the model's misfit may add this many noise variances to th
 NOISE_CHECKED = 3  # batches at a level before the noise floor compares their spread
 
 NOISE_FIELDS = ("noisy", "start_noise", "noise_variance", "spread_squares", "residuals")
+# fields a checkpoint written before them lacks: their value at the start of a run stands
+LATER_FIELDS = (*NOISE_FIELDS, "spread")
 
 # what the centre of the batch just evaluated was
 MEASURE, TRIAL = "measure", "trial"
@@ -106,7 +109,8 @@ class StepSizeControl:
         self.step_length = INITIAL_STEP * self.scale  # running geometric mean of trial lengths
         self.trust_radius = math.inf  # with a ceiling: the longest trial allowed
         self.trial_length = math.nan  # of the latest trial
-        self.base_smoothing = SPREAD * self.step_length / math.sqrt(self.dim)
+        self.spread = SPREAD  # mu sqrt(d) over the running step length
+        self.base_smoothing = self.spread * self.step_length / math.sqrt(self.dim)
         self.level = 0  # mu = base_smoothing * 2**level
         self.anchor = False  # set the learning rate from the step length at the next trial
         self.phase = MEASURE
@@ -200,8 +204,9 @@ class StepSizeControl:
         return True
 
     def _step_level(self) -> float:
-        """The level at which ``mu sqrt(d)`` is ``SPREAD`` times the running step length."""
-        return math.log2(SPREAD * self.step_length / math.sqrt(self.dim) / self.base_smoothing)
+        """The level at which ``mu sqrt(d)`` is ``spread`` times the running step length."""
+        step_level = self.spread * self.step_length / math.sqrt(self.dim)
+        return math.log2(step_level / self.base_smoothing)
 
     def _noise_ceiling(self) -> int:
         """The highest level the noise floor raises the radius to."""
@@ -277,6 +282,12 @@ class StepSizeControl:
         self._set_level(level)
         return True
 
+    def widen(self, factor: float) -> None:
+        """Before the first batch: queries ``factor`` times as far from their centre,
+        relative to the steps, from now on (a new start's smoothing at a coarser scale)."""
+        self.spread *= factor
+        self.base_smoothing *= factor
+
     def shorten(self, factor: float) -> None:
         """Restart with steps and radius ``factor`` times as long (``factor < 1``), from a
         measurement of the centre."""
@@ -293,7 +304,7 @@ class StepSizeControl:
 
     def load_state(self, state: dict[str, Any]) -> None:
         for name in self.__dict__:
-            if name in NOISE_FIELDS and name not in state:
+            if name in LATER_FIELDS and name not in state:
                 continue  # a checkpoint written before the noise floor: none was known
             value = state[name]
             if value is None or isinstance(value, str):

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from .._step_size import SPREAD
 from ._base import AskTellMethod, GradientStepMethod
 from .hizoo import HiZOO
 from .mezo import MeZO
@@ -53,11 +54,16 @@ def rebuilt_for_noise(
     iteration, as `build` makes it for ``noisy=True`` (``options_for_noise``: ``"zovh"``'s
     curvature model takes more pairs); ``step`` and ``options`` themselves where the noise
     changes nothing. The new method starts at ``step``'s point with its length scale and
-    direction source."""
+    direction source, and its widened queries (`AskTellMethod.widen`)."""
     noisy = METHODS[name].options_for_noise(options, step.space.dim, maxfev)
     if noisy == options:
         return step, options
-    return build(name, step.x, rng=step.source, scale=step.scale, maxfev=maxfev, options=noisy)
+    rebuilt, options = build(
+        name, step.x, rng=step.source, scale=step.scale, maxfev=maxfev, options=noisy
+    )
+    if step.control is not None:
+        rebuilt.widen(step.control.spread / SPREAD)
+    return rebuilt, options
 
 
 __all__ = [

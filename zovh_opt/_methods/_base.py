@@ -347,6 +347,14 @@ class AskTellMethod(PendingPoints):
             self._set_smoothing(self.control.smoothing)
         self.amplification = 1.0
 
+    def widen(self, factor: float) -> None:
+        """Before the first ``ask``: with the step rule and ``smoothing="auto"``, query
+        ``factor`` times as far from the centre, relative to the steps, as the rule's
+        default (`zovh_opt._step_size.StepSizeControl.widen`); otherwise nothing."""
+        if self._adapt_smoothing:
+            self.control.widen(factor)
+            self._set_smoothing(self.control.smoothing)
+
     def _discard_all(self) -> None:
         self._asked = False
         self._rows = None
