@@ -289,9 +289,9 @@ def minimize(
         ``x0 + 2**(k-1) |x0| / sqrt(d) * N(0, I)`` (``|x0|``: ``sqrt(d)`` at ``x0 = 0``), and
         its queries lie ``min(64, 4**k)`` times as far from their centre, relative to the
         steps, as a first run's (``f`` smoothed at a coarser scale, as IPOP-CMA-ES's growing
-        population). The result is the best run's, with ``nfev`` and ``nit`` of all and ``runs`` (each run's
-        ``fun``, ``nfev``, ``nit``, ``status``). For multimodal objectives with a budget to
-        spend; ``minimize`` only (an `Optimizer` is one run).
+        population). The result is the best run's, with ``nfev`` and ``nit`` of all and
+        ``runs`` (each run's ``fun``, ``nfev``, ``nit``, ``status``). For multimodal
+        objectives with a budget to spend; ``minimize`` only (an `Optimizer` is one run).
     x_scale : "x0", float or array_like of d floats, optional
         The scale of each coordinate: the run takes place in ``x / x_scale``, so its first
         step and its smoothing radius are ``x_scale`` times as long in each coordinate, as
