@@ -4,6 +4,7 @@ reproducible."""
 
 from __future__ import annotations
 
+import math
 import warnings
 
 import numpy as np
@@ -120,3 +121,17 @@ def test_a_widened_start_keeps_its_radius_when_noise_rebuilds_it():
         points = np.asarray(optimizer.ask())
     assert optimizer._step.n_directions > 5  # rebuilt for the noise
     assert optimizer._step.control.spread == 16.0
+
+
+def test_a_start_where_f_is_undefined_is_followed_by_new_ones():
+    """A run that fails (status 3: no finite values near it) does not end the new starts:
+    they go on from elsewhere and the answer is the best finite run."""
+
+    def fun(x):
+        return float(x @ x) if x[0] < 5.0 else math.nan
+
+    res = zovh_opt.minimize(
+        fun, np.array([8.0, 0.0, 0.0]), rng=0, options={"maxfev": 20_000, "new_starts": 20}
+    )
+    assert res.runs[0]["status"] == 3 and len(res.runs) > 1
+    assert math.isfinite(res.fun) and res.runs[res.best_run]["status"] != 3

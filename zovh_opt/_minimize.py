@@ -283,7 +283,8 @@ def minimize(
         Restarts after 10 iterations in a row without finite values, before the next such
         failure ends the run with status 3. Divergence of a fixed rate always restarts.
     new_starts : int, default 0
-        After a run has converged (status 0), start again, up to this many times, while
+        After a run has converged (status 0), or failed where ``f`` has no finite values
+        (status 3), start again from elsewhere, up to this many times, while
         ``maxfev`` and ``maxtime`` (counted over all runs) leave room: the ``k``-th new
         start is uniform in the box where both bounds are finite, else
         ``x0 + 2**(k-1) |x0| / sqrt(d) * N(0, I)`` (``|x0|``: ``sqrt(d)`` at ``x0 = 0``), and

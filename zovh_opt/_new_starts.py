@@ -2,7 +2,7 @@
 
 A local method returns when it has converged, as SciPy's do; on a multimodal function the
 budget left is then unused. With ``new_starts = R`` the run starts again after each run that
-converged (status 0), up to ``R`` times, while ``maxfev`` (and ``maxtime``, counted over all
+converged (status 0) or failed where ``f`` has no finite values (status 3), up to ``R`` times, while ``maxfev`` (and ``maxtime``, counted over all
 runs) leaves room for an iteration, from a new point: uniform in the box where both
 bounds are finite, elsewhere ``x0 + 2**(k-1) l / sqrt(d) * N(0, I)`` for the ``k``-th, with
 ``l`` the run's length scale (``|x0|``, or ``sqrt(d)`` at ``x0 = 0``), so that new starts
@@ -37,7 +37,7 @@ from ._backend import ArraySpace, to_numpy
 from ._bounds import host_bounds
 from ._optimizer import Optimizer
 from ._step_size import length_scale
-from ._stopping import SUCCESS
+from ._stopping import FAILED, SUCCESS
 
 __all__ = ["checked_new_starts", "minimize_with_new_starts"]
 
@@ -98,7 +98,9 @@ def minimize_with_new_starts(
     maxfev, maxtime = options.get("maxfev"), options.get("maxtime")
     draws = _seeds(rng, results[0].x)
     for k in range(1, new_starts + 1):
-        if results[-1].status != SUCCESS:  # a budget, ftarget, a callback: the end
+        # a run that converged, or failed where f has no finite values, starts again; a
+        # budget, ftarget or a callback is the end
+        if results[-1].status not in (SUCCESS, FAILED):
             break
         more = dict(options)
         if curvature is not None:
