@@ -4,8 +4,8 @@ A local method returns when it has converged, as SciPy's do; on a multimodal fun
 budget left is then unused. With ``new_starts = R`` the run starts again after each run that
 converged (status 0) or failed where ``f`` has no finite values (status 3), up to ``R``
 times, while ``maxfev`` (and ``maxtime``, counted over all runs) leaves room for an
-iteration, from a new point: uniform in the box where both bounds are finite, elsewhere ``x0
-+ 2**(k-1) l / sqrt(d) * N(0, I)`` for the ``k``-th, with ``l`` the run's length scale
+iteration, from a new point: uniform in the box where both bounds are finite, elsewhere
+``x0 + 2**(k-1) l / sqrt(d) * N(0, I)`` for the ``k``-th, with ``l`` the run's length scale
 (``|x0|``, or ``sqrt(d)`` at ``x0 = 0``), so that new starts reach further out as they go.
 Each keeps the first run's iteration (``curvature`` as ``"auto"`` resolved it: a short
 budget left would otherwise take the paper's). The answer is the run with the lowest ``fun``
