@@ -176,7 +176,7 @@ def test_no_plateau_rule_with_noise_or_a_fixed_rate(options, status):
 def test_a_checkpoint_from_before_the_plateau_rule_runs_without_it():
     opt = zovh_opt.Optimizer(np.ones(4), rng=0)
     state = opt._stopping.state()
-    for key in ("flat", "flat_value", "seen"):
+    for key in ("flat", "flat_value", "varied"):
         del state[key]
     opt._stopping.load_state(state)
     assert opt.options["flat_iterations"] is None

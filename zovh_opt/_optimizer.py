@@ -45,12 +45,12 @@ from ._run_state import restore, restoring, state_of
 from ._safeguard import Safeguard
 from ._stopping import (
     FTARGET,
-    MAXFEV_PER_DIMENSION,
     RUNNING,
     STALLED,
     SUCCESS,
     Stop,
     StoppingRules,
+    default_maxfev,
 )
 from ._version import __version__
 
@@ -134,7 +134,7 @@ class Optimizer:
         self.xp = namespace_of(z0)
         self._seeds = DirectionSource(rng)
         noisy, final = self.options["noisy"], self.options["final_evaluations"]
-        maxfev = self.options["maxfev"] or MAXFEV_PER_DIMENSION * z0.shape[0]  # the default's
+        maxfev = self.options["maxfev"] or default_maxfev(z0.shape[0])
         self._step, self._method_options = build(  # noisy=True: more pairs from the start
             method, z0, rng=self._seeds, scale=scale, maxfev=maxfev, options=method_options,
             noisy=noisy is True)  # fmt: skip

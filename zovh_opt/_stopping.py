@@ -37,6 +37,13 @@ SUCCESS, MAXFEV, MAXITER, FAILED, FTARGET, MAXTIME, INTERRUPTED, CALLBACK = 0, 1
 RUNNING = -1
 
 MAXFEV_PER_DIMENSION = 1000  # the default budget, maxfev = 1000 d (SciPy's Powell: 1000 d)
+
+
+def default_maxfev(dim: int) -> int:
+    """``maxfev``'s default, ``MAXFEV_PER_DIMENSION * d`` (at least one iteration and the
+    final evaluations: `StoppingRules`)."""
+    return MAXFEV_PER_DIMENSION * dim
+
 FTOL = 1e-12  # default ftol with the step rule "auto": the f estimates have stopped decreasing
 FTOL_WINDOW = 50  # iterations of an ftol window at least; by default those of 2 d evaluations
 XTOL_PER_SQRT_EPS = 1e-3  # default xtol = 1e-3 sqrt(eps): 1.5e-11 (float64), 3.5e-7 (float32)
@@ -115,7 +122,7 @@ class StoppingRules:
             options["xtol"] = XTOL_PER_SQRT_EPS * math.sqrt(eps) if adaptive else None
         least = points_per_iteration + final_evaluations
         if options["maxfev"] is None:
-            options["maxfev"] = max(MAXFEV_PER_DIMENSION * dim, least)
+            options["maxfev"] = max(default_maxfev(dim), least)
         if options["maxfev"] < least:
             raise ValueError(
                 f"maxfev must allow one iteration and the final evaluation "
@@ -129,7 +136,7 @@ class StoppingRules:
         self.previous_median = math.nan  # of the window before
         self.flat = 0  # iterations in a row whose values were all one number
         self.flat_value = math.nan  # that number
-        self.seen = (math.inf, -math.inf)  # the least and the largest value seen
+        self.varied = False  # whether the run has seen two different values
 
     def iteration_budget(self, points_per_iteration: int, final_evaluations: int) -> int:
         """The iterations the run can take: ``maxiter``, or as many as ``maxfev`` pays for
@@ -196,17 +203,20 @@ class StoppingRules:
 
     def _plateau(self, values: Any) -> Stop | None:
         """The stop of ``flat_iterations`` flat iterations in a row, else ``None``."""
-        least, largest = float(values.min()), float(values.max())
-        self.seen = (min(self.seen[0], least), max(self.seen[1], largest))
-        if least != largest:
-            self.flat = 0
-            return None
-        self.flat = self.flat + 1 if least == self.flat_value else 1
-        self.flat_value = least
         count = self.options["flat_iterations"]
-        if count is None or self.flat < count:
+        if count is None:
             return None
-        if self.seen == (least, least):
+        least, largest = float(values.min()), float(values.max())
+        if least != largest:
+            self.flat, self.varied = 0, True
+            return None
+        same = least == self.flat_value
+        self.varied = self.varied or not (same or math.isnan(self.flat_value))
+        self.flat = self.flat + 1 if same else 1
+        self.flat_value = least
+        if self.flat < count:
+            return None
+        if not self.varied:
             return Stop(SUCCESS, FLAT_START_MESSAGE.format(value=least, count=self.flat))
         return Stop(SUCCESS, FLAT_MESSAGE.format(value=least, count=self.flat))
 
@@ -238,7 +248,7 @@ class StoppingRules:
             "previous_median": self.previous_median,
             "flat": self.flat,
             "flat_value": self.flat_value,
-            "seen": list(self.seen),
+            "varied": self.varied,
         }
 
     def load_state(self, state: dict[str, Any]) -> None:
@@ -250,4 +260,4 @@ class StoppingRules:
             self.options["flat_iterations"] = None
         self.flat = int(state.get("flat", 0))
         self.flat_value = float(state.get("flat_value", math.nan))
-        self.seen = tuple(float(v) for v in state.get("seen", (math.inf, -math.inf)))
+        self.varied = bool(state.get("varied", False))
