@@ -40,16 +40,16 @@ from typing import Any
 import numpy as np
 
 from ._backend import ArraySpace
-from ._curvature import SHAPE_RATE
 
 SCALE_RATE = 0.5  # of the overall scale, as the diagonal model's
 SHAPE_CLIP = 0.3  # the largest change of a log-eigenvalue of the shape in one update
 REFRESH = 1  # W^{-1} is formed again from W every REFRESH * d updates
+SHAPE_RATE_CAP = 0.15  # the largest shape rate (binds up to d = 5: `shape_rate`)
 
 
 def shape_rate(dim: int, pairs: int) -> float:
     r"""``beta``, the learning rate of the model's shape: :math:`1.5 P / (d + 1)^2`, at most
-    the diagonal model's `zovh_opt._curvature.SHAPE_RATE` (0.05).
+    `SHAPE_RATE_CAP` (0.15).
 
     One iteration's :math:`E / c` has noise of relative size :math:`O(d / \sqrt P)` in each
     of its :math:`d^2` entries, proportional to the model's error (the model is the control
@@ -60,11 +60,13 @@ def shape_rate(dim: int, pairs: int) -> float:
     runs diverge at d = 20 and 40; 1.5 rather than 1 took 10-20 % fewer evaluations on
     rotated Rosenbrock functions (d = 5-40), as many on rotated ellipsoids, and learned the
     inverse Hessian of rotated quadratics (d = 20, condition 1e4) to a median 8.5 % rather
-    than 11 % by the end of a default run. The cap binds below d = 11: faster rates there
-    (0.1 to 0.5) made some runs from a bound of the box (whose map is not convex near it)
-    stall at d = 2, 3, 5; with the cap all converged, and rotated Rosenbrock functions at
-    d = 8 took fewer evaluations (d = 2: up to 1.6 times more)."""
-    return min(SHAPE_RATE, 1.5 * pairs / (dim + 1) ** 2)
+    than 11 % by the end of a default run. The cap binds up to d = 5 with the noise-free
+    pairs (the formula is 0.5 at d = 2, 0.17 at d = 5): an over-estimated direction
+    shrinks by at most :math:`e^{-\beta / 2}` an update, and with the diagonal model's
+    rate 0.05 as the cap COCO's ill-conditioned functions took 10-50 % more evaluations at
+    d = 2 and 5; higher caps (0.25, none) made more runs from a bound of a box (whose map
+    is not convex near it) stall at d = 3."""
+    return min(SHAPE_RATE_CAP, 1.5 * pairs / (dim + 1) ** 2)
 
 
 class FullCurvature:
