@@ -37,19 +37,18 @@ SUCCESS, MAXFEV, MAXITER, FAILED, FTARGET, MAXTIME, INTERRUPTED, CALLBACK = 0, 1
 RUNNING = -1
 
 MAXFEV_PER_DIMENSION = 1000  # the default budget, maxfev = 1000 d (SciPy's Powell: 1000 d)
-
-
-def default_maxfev(dim: int) -> int:
-    """``maxfev``'s default, ``MAXFEV_PER_DIMENSION * d`` (at least one iteration and the
-    final evaluations: `StoppingRules`)."""
-    return MAXFEV_PER_DIMENSION * dim
-
 FTOL = 1e-12  # default ftol with the step rule "auto": the f estimates have stopped decreasing
 FTOL_WINDOW = 50  # iterations of an ftol window at least; by default those of 2 d evaluations
 XTOL_PER_SQRT_EPS = 1e-3  # default xtol = 1e-3 sqrt(eps): 1.5e-11 (float64), 3.5e-7 (float32)
 # default flat_iterations: the step rule only shrinks the queries on a plateau (every trial
 # ties with its centre), so one of this many flat batches in a row is not left
 FLAT_ITERATIONS = 5
+
+
+def default_maxfev(dim: int) -> int:
+    """``maxfev``'s default, ``MAXFEV_PER_DIMENSION * d`` (at least one iteration and the
+    final evaluations: `StoppingRules`)."""
+    return MAXFEV_PER_DIMENSION * dim
 
 
 class Stop(NamedTuple):
