@@ -13,8 +13,11 @@ import zovh_opt
 from zovh_opt import ZoVH, estimators
 from zovh_opt._curvature import SCALE_RATE, SHAPE_RATE, DiagonalOperator
 from zovh_opt._methods.curvature_model import FIRST_STEP_RANGE
+from zovh_opt._methods.zovh_full import INITIAL_STEP as FULL_INITIAL_STEP
+from zovh_opt._methods.zovh_full import INITIAL_STEP_MAX_DIMENSION
 from zovh_opt._methods.zovh_paper import PaperZoVH
 from zovh_opt._methods.zovh_preconditioned import PreconditionedZoVH, default_pairs
+from zovh_opt._step_size import INITIAL_STEP
 
 MU = 0.1
 
@@ -81,9 +84,9 @@ def diagonal_quadratic(d, kappa):
     return h, (lambda X: 0.5 * (X * X) @ h)
 
 
-def test_the_first_step_is_the_models_newton_step_a_tenth_of_x0_long():
+def test_the_first_step_is_the_models_newton_step_the_rules_first_step_long():
     """The model's scale is set so that the first step, -sum_m delta_m s u_m / (c (d+P+1)),
-    is 0.1 |x0| long (x0's length scale, as for the step rule)."""
+    is the rule's first step long, 0.1 |x0| for the diagonal model (x0's length scale)."""
     d = 50
     _, f = diagonal_quadratic(d, 1e3)
     x0 = np.random.default_rng(3).standard_normal(d)
@@ -99,18 +102,19 @@ def test_the_first_step_is_the_models_newton_step_a_tenth_of_x0_long():
     delta = (up - down) / (2 * opt.smoothing)
     opt.tell(values)  # measures x0, then steps
     step = opt.x - x0
-    np.testing.assert_allclose(np.linalg.norm(step), 0.1 * np.linalg.norm(x0), rtol=1e-12)
+    np.testing.assert_allclose(np.linalg.norm(step), INITIAL_STEP * np.linalg.norm(x0), rtol=1e-12)
     direction = -(delta @ W)
     cosine = step @ direction / np.linalg.norm(step) / np.linalg.norm(direction)
     assert cosine == pytest.approx(1.0, abs=1e-12)
 
 
 @pytest.mark.parametrize("kind", ["linear", "quadratic"])
-@pytest.mark.parametrize("d", [20, 50])  # the full model, the diagonal one
+@pytest.mark.parametrize("d", [8, 20, 50])  # the full model (two first steps), the diagonal one
 def test_with_f_x0_known_a_flat_start_takes_the_longest_first_step(kind, d):
     """Given f(x0) (the driver's measurement), a start where the pairs measure no curvature
-    (a linear f) takes a first step FIRST_STEP_RANGE times the rule's 0.1 |x0| (the step
-    rule then judges it); any curvature keeps 0.1 |x0|."""
+    (a linear f) takes a first step FIRST_STEP_RANGE times the rule's first step (the step
+    rule then judges it: 0.3 |x0| for the full model up to d = 10, else 0.1 |x0|); any
+    curvature keeps the rule's."""
     a = np.linspace(-1, 1, d)
     f = {"linear": lambda x: float(a @ x), "quadratic": lambda x: float(a @ x + x @ x)}[kind]
     x0 = np.full(d, 0.5)
@@ -119,8 +123,9 @@ def test_with_f_x0_known_a_flat_start_takes_the_longest_first_step(kind, d):
     opt.value_at_centre(f(x0))
     opt.tell(np.array([f(p) for p in points]))
     longest = FIRST_STEP_RANGE if kind == "linear" else 1.0
+    first = FULL_INITIAL_STEP if d <= INITIAL_STEP_MAX_DIMENSION else INITIAL_STEP
     assert np.linalg.norm(opt.x - x0) == pytest.approx(
-        longest * 0.1 * np.linalg.norm(x0), rel=1e-9
+        longest * first * np.linalg.norm(x0), rel=1e-9
     )
 
 

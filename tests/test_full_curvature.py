@@ -21,8 +21,13 @@ from zovh_opt._full_curvature import (
     FullCurvature,
     shape_rate,
 )
-from zovh_opt._methods.zovh_full import FullCurvatureZoVH
+from zovh_opt._methods.zovh_full import (
+    INITIAL_STEP,
+    INITIAL_STEP_MAX_DIMENSION,
+    FullCurvatureZoVH,
+)
 from zovh_opt._methods.zovh_preconditioned import PreconditionedZoVH
+from zovh_opt._step_size import INITIAL_STEP as RULE_INITIAL_STEP
 
 
 def rotated_quadratic(d, cond, seed):
@@ -190,3 +195,19 @@ def test_a_checkpoint_continues_the_run_bit_for_bit(tmp_path, directions):
     np.testing.assert_array_equal(result.x, whole.x)
     assert result.nfev == whole.nfev and result.fun == whole.fun
     np.testing.assert_array_equal(result.hess_inv, whole.hess_inv)
+
+
+def test_the_full_model_starts_with_longer_steps_outside_a_box():
+    """Up to d = INITIAL_STEP_MAX_DIMENSION the full model's first step is INITIAL_STEP (0.3)
+    times the length scale; in a box (whose map folds f at the faces), above that d and for
+    the diagonal model it is the step rule's 0.1."""
+
+    def first_step(d, **kwargs):
+        x0 = np.linspace(-1, 2, d)
+        return zovh_opt.Optimizer(x0, rng=0, **kwargs)._step.control.first_step
+
+    d = INITIAL_STEP_MAX_DIMENSION
+    assert first_step(d) == INITIAL_STEP == 0.3
+    assert first_step(d, bounds=[(-5, 5)] * d) == RULE_INITIAL_STEP == 0.1
+    assert first_step(d, options={"curvature": "diagonal"}) == RULE_INITIAL_STEP
+    assert first_step(d + 1) == RULE_INITIAL_STEP

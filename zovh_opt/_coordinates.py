@@ -21,7 +21,7 @@ import numpy as np
 from ._backend import ArraySpace, namespace_of, norm
 from ._bounds import Box, box_of
 from ._curvature import DiagonalOperator
-from ._step_size import length_scale
+from ._step_size import INITIAL_STEP, length_scale
 
 __all__ = ["Coordinates", "run_unit"]
 
@@ -134,6 +134,13 @@ class Coordinates:
         if unit != 1.0:
             x0, scale = x0 / unit, scale / unit
         return cls(box, unit, namespace_of(x0), s), x0, scale
+
+    @property
+    def first_step(self) -> float | None:
+        """The step rule's first step over the length scale: the method's own (``None``),
+        or in a box the rule's `INITIAL_STEP` (the box map folds f at the faces, where the
+        full model's longer first step made runs from a face stall)."""
+        return None if self.box is None else INITIAL_STEP
 
     @property
     def all_fixed(self) -> bool:

@@ -137,7 +137,7 @@ class Optimizer:
         maxfev = self.options["maxfev"] or default_maxfev(z0.shape[0])
         self._step, self._method_options = build(  # noisy=True: more pairs from the start
             method, z0, rng=self._seeds, scale=scale, maxfev=maxfev, options=method_options,
-            noisy=noisy is True)  # fmt: skip
+            noisy=noisy is True, first_step=self._coordinates.first_step)  # fmt: skip
         adaptive = self._step.control is not None
         self._noise = NoiseMonitor(noisy, adaptive, final, self._step.x)
         self._returned = ReturnedPoint(False, final or 1, None, self.xp)

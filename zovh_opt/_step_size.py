@@ -14,8 +14,9 @@ last accepted point, and the f estimate of the batch taken there.
   measures the centre afresh before the next trial. The fresh measurement is what keeps the
   rule sound with noisy values: a centre value that was low by chance is compared once, never
   again.
-- ``eta`` starts so that the first step is ``0.1 * l`` long, with ``l = |x0|``, or ``sqrt(d)``
-  when ``x0 = 0``.
+- ``eta`` starts so that the first step is ``0.1 * l`` long (`INITIAL_STEP`; the full curvature
+  model takes ``0.3 * l`` up to d = 10 outside a box), with ``l = |x0|``, or ``sqrt(d)`` when
+  ``x0 = 0``.
 - The smoothing radius follows the step length: queries lie at ``mu |u| ~ mu sqrt(d)`` from
   their centre, and ``mu sqrt(d)`` is kept within a factor 2 of ``spread`` (``SPREAD``; a new
   start widens it: `StepSizeControl.widen`) times the running
@@ -68,7 +69,7 @@ CHECKED = 10  # batches at a smaller radius before the noise test compares their
 TRUST = 2.0  # with a ceiling: the trust radius after an accepted trial, over its length
 NOISE_SNR = 1.0  # with noise: the radius keeps mu |g| at least this many noise deviations
 NOISE_TRACKING = 0.2  # weight of the latest batch in the running noise variance
-NOISE_LEVELS = 3  # the noise floor keeps mu sqrt(d) <= 2**3 0.1 l: within the length scale
+NOISE_REACH = 0.8  # the noise floor keeps mu sqrt(d) <= 0.8 l, within the length scale
 NOISE_ABOVE = 3  # and at most this many levels above the steps' (mu sqrt(d) <= 8 steps)
 NOISE_MISFIT = 4.0  # the model's misfit may add this many noise variances to the pair means
 NOISE_CHECKED = 3  # batches at a level before the noise floor compares their spread
@@ -98,15 +99,24 @@ class StepSizeControl:
     ceiling : float or None
         The largest learning rate, where the direction is a step of its own (the module
         docstring); ``None``: no ceiling, the rate is set from the step length.
+    first_step : float
+        The first trial step's length over ``l``.
     """
 
-    def __init__(self, dim: int, scale: float, ceiling: float | None = None) -> None:
+    def __init__(
+        self,
+        dim: int,
+        scale: float,
+        ceiling: float | None = None,
+        first_step: float = INITIAL_STEP,
+    ) -> None:
         self.dim = int(dim)
         self.scale = float(scale)
         self.ceiling = None if ceiling is None else float(ceiling)
+        self.first_step = float(first_step)
         # set by the first direction, or the ceiling
         self.learning_rate = math.nan if ceiling is None else self.ceiling
-        self.step_length = INITIAL_STEP * self.scale  # running geometric mean of trial lengths
+        self.step_length = self.first_step * self.scale  # running geometric mean of trial lengths
         self.trust_radius = math.inf  # with a ceiling: the longest trial allowed
         self.trial_length = math.nan  # of the latest trial
         self.spread = SPREAD  # mu sqrt(d) over the running step length
@@ -174,9 +184,10 @@ class StepSizeControl:
         (``bound > NOISE_MISFIT sigma**2``) the radius halves, for the curvature model no
         longer describes the queries; else where the spread leaves less than ``NOISE_SNR``
         noise deviations to the slope, it doubles and stays at least there, up to
-        ``mu sqrt(d) = 0.8 l`` and to ``2**NOISE_ABOVE`` times the running step length (the
-        queries' spread is a smoothing of f, and its bias moves the smoothed minimum: on a
-        Monte-Carlo newsvendor the uncapped floor ended 5.7 times farther from the optimum).
+        ``mu sqrt(d) = NOISE_REACH l`` (the grid's level below it) and to ``2**NOISE_ABOVE``
+        times the running step length (the queries' spread is a smoothing of f, and its bias
+        moves the smoothed minimum: on a Monte-Carlo newsvendor the uncapped floor ended 5.7
+        times farther from the optimum).
         ``sigma**2`` is a running mean of ``min(bound, sigma_0**2)``, with
         ``sigma_0**2`` the variance at ``x0``: it follows a noise that falls with f, and the
         misfit does not raise it."""
@@ -210,7 +221,8 @@ class StepSizeControl:
 
     def _noise_ceiling(self) -> int:
         """The highest level the noise floor raises the radius to."""
-        return min(NOISE_LEVELS, round(self._step_level()) + NOISE_ABOVE)
+        reach = math.floor(math.log2(NOISE_REACH / self.first_step))  # levels of the grid
+        return min(reach, round(self._step_level()) + NOISE_ABOVE)
 
     def _set_level(self, level: int) -> None:
         self.level = level
@@ -303,6 +315,7 @@ class StepSizeControl:
         return dict(self.__dict__)
 
     def load_state(self, state: dict[str, Any]) -> None:
+        state = {"first_step": INITIAL_STEP, **state}  # written before it was kept
         for name in self.__dict__:
             if name in LATER_FIELDS and name not in state:
                 continue  # a checkpoint written before the noise floor: none was known

@@ -30,6 +30,7 @@ def build(
     maxfev: int | None,
     options: dict[str, Any],
     noisy: bool = False,
+    first_step: float | None = None,
 ) -> tuple[AskTellMethod, dict[str, Any]]:
     """The method object of a run, and the options it runs with.
 
@@ -37,14 +38,15 @@ def build(
     (``options_for_budget``; ``"zovh"`` takes the paper's iteration below ``30 d``) and, for
     an objective known to be noisy, to the noise (``options_for_noise``; ``"zovh"`` takes
     more pairs), then names the class that runs them (``iteration_class``), which is built at
-    ``x0`` with the length scale ``scale`` and the direction source ``rng``.
+    ``x0`` with the length scale ``scale``, the step rule's ``first_step`` over it (``None``:
+    the iteration's own) and the direction source ``rng``.
     """
     method = METHODS[name]
     options = method.options_for_budget(options, x0.shape[0], maxfev)
     if noisy:
         options = method.options_for_noise(options, x0.shape[0], maxfev)
     iteration = method.iteration_class(options, x0.shape[0])
-    return iteration(x0, rng=rng, scale=scale, **options), options
+    return iteration(x0, rng=rng, scale=scale, first_step=first_step, **options), options
 
 
 def rebuilt_for_noise(
@@ -58,9 +60,11 @@ def rebuilt_for_noise(
     noisy = METHODS[name].options_for_noise(options, step.space.dim, maxfev)
     if noisy == options:
         return step, options
+    first = None if step.control is None else step.control.first_step
     rebuilt, options = build(
-        name, step.x, rng=step.source, scale=step.scale, maxfev=maxfev, options=noisy
-    )
+        name, step.x, rng=step.source, scale=step.scale, maxfev=maxfev, options=noisy,
+        first_step=first,
+    )  # fmt: skip
     if step.control is not None:
         rebuilt.widen(step.control.spread / SPREAD)
     return rebuilt, options

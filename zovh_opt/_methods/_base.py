@@ -98,6 +98,8 @@ class AskTellMethod(PendingPoints):
     name = ""
     # the step rule's largest rate, for methods whose direction is a step of its own
     rate_ceiling: float | None = None
+    # the step rule's first step over the length scale l (`zovh_opt._step_size`)
+    initial_step = _step_size.INITIAL_STEP
     options: dict[str, Option] = {
         "learning_rate": Option("auto", positive_or_auto),
         "smoothing": Option("auto", positive_or_auto),
@@ -140,14 +142,21 @@ class AskTellMethod(PendingPoints):
         return self.name
 
     def __init__(
-        self, x0: Any, *, rng: Any = None, scale: float | None = None, **options: Any
+        self,
+        x0: Any,
+        *,
+        rng: Any = None,
+        scale: float | None = None,
+        first_step: float | None = None,
+        **options: Any,
     ) -> None:
         """Validate ``options``, start at ``x0`` and draw directions from ``rng``.
 
         ``rng`` may also be a `DirectionSource`, shared with other method objects (the
         driver's learning-rate search runs several from one stream). ``x0`` is copied.
-        ``scale`` is the problem's length scale ``l`` (the first step is ``0.1 l`` long);
-        by default ``|x0|``, or ``sqrt(d)`` when ``x0 = 0`` (`zovh_opt._step_size`).
+        ``scale`` is the problem's length scale ``l``: by default ``|x0|``, or ``sqrt(d)``
+        when ``x0 = 0``; with the step rule the first step is ``first_step * l`` long, by
+        default the iteration's `initial_step` (`zovh_opt._step_size`).
         """
         unknown = sorted(set(options) - set(self.options))
         if unknown:
@@ -167,7 +176,12 @@ class AskTellMethod(PendingPoints):
             scale = _step_size.length_scale(norm(self._x, self.xp), self.space.dim)
         self.scale = float(scale)
         if rate == "auto":
-            self.control = StepSizeControl(self.space.dim, self.scale, ceiling=self.rate_ceiling)
+            self.control = StepSizeControl(
+                self.space.dim,
+                self.scale,
+                ceiling=self.rate_ceiling,
+                first_step=self.initial_step if first_step is None else first_step,
+            )
             self._adapt_smoothing = smoothing == "auto"
         else:
             self._rate = rate

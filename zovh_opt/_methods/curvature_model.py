@@ -25,7 +25,7 @@ MODEL_HISTORY = 4
 
 # With f known at the start (the driver's measurement of x0), a start where the first pairs
 # measure no curvature (a linear f at the scale of the first step, whose Newton step is
-# unbounded) takes a first step FIRST_STEP_RANGE times the rule's 0.1 l.
+# unbounded) takes a first step FIRST_STEP_RANGE times the rule's first step.
 # Taking the measured curvature as the first scale everywhere was tried and dropped: 2x the
 # triples of COCO bbob-largescale within 10 d, level within 100 d, 5-7x higher gaps on the
 # smooth benchmark's deblurring at 50 d (the docs' theory page, *The first step*).
@@ -98,8 +98,10 @@ class CurvatureModelZoVH(ZoVH, GradientStepMethod):
 
     @property
     def _first_step(self) -> float:
-        """The first step's length, ``0.1 l``: `_start` sets the model's scale by it."""
-        return INITIAL_STEP * self.scale
+        """The first step's length, the step rule's (``0.1 l``; the full model's ``0.3 l`` up
+        to d = 10 outside a box): `_start` sets the model's scale by it."""
+        first = INITIAL_STEP if self.control is None else self.control.first_step  # fixed rate
+        return first * self.scale
 
     def value_at_centre(self, value: float) -> None:
         """``f`` at the centre, measured outside the batches (the driver's measurement of
@@ -109,7 +111,7 @@ class CurvatureModelZoVH(ZoVH, GradientStepMethod):
             self._centre_value = float(value)
 
     def _start(self, values: Any) -> None:
-        """Set the model's scale so that the first step (rate 1) is ``0.1 l`` long, or
+        """Set the model's scale so that the first step (rate 1) is `_first_step` long, or
         `FIRST_STEP_RANGE` times that where ``f`` is known at the centre and the pairs
         measure no curvature there (`_flat`); no start while the gradient estimate is 0."""
         P, d = self.n_directions, self.space.dim
