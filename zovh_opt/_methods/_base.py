@@ -67,43 +67,11 @@ class PendingPoints:
         raise NotImplementedError
 
 
-class AskTellMethod(PendingPoints):
-    """Base class of the optimizers: explicit state and one ``ask``/``tell`` step.
-
-    ``ask()`` returns the points to evaluate as an ``(n_points, d)`` array in the namespace,
-    dtype and device of ``x0``; ``tell(values)`` takes their function values (``(n_points,)``)
-    and moves the iterate. ``minimize`` drives exactly this loop; users can drive it themselves.
-
-    Subclasses set ``name``, ``options`` (name -> `Option`) and implement ``_prepare`` (draw
-    the directions of the next ask), ``_layout`` (the pending points as directions and
-    scales, from which `pending_points` and `pending_point` make them bit for bit), ``_tell``
-    and ``step_norm``; those that keep state across iterations also extend ``restart``,
-    ``discard``, ``state`` and ``load_state``. They compute in ``self.xp`` on ``self._x``
-    (`ArraySpace` says why that can differ from the caller's namespace) and hand out arrays
-    through ``self.space.to_user``. Function values reach ``_tell`` as a NumPy float64 array:
-    the small per-iteration algebra stays on the host.
-
-    **Step rule.** A float ``learning_rate`` is the paper's Algorithm 1: ``x <- x - eta p``
-    after every ``tell``. ``learning_rate="auto"`` (the default) hands the rate, and with
-    ``smoothing="auto"`` the smoothing radius, to a `StepSizeControl` (``control``): each
-    step is a trial that the next batch's mean accepts or undoes (`zovh_opt._step_size`); a
-    ``tell`` then computes the direction (``_tell``; not for an undone trial) and ``_move``
-    takes the step only when the rule calls for a trial.
-
-    After each ``tell``, ``amplification`` is the ratio of the step's length to that of the plain
-    gradient step the same values give (1 for gradient methods), and ``rejected_steps`` counts
-    steps a method refused to take.
-    """
-
-    name = ""
-    # the step rule's largest rate, for methods whose direction is a step of its own
-    rate_ceiling: float | None = None
-    # the step rule's first step over the length scale l (`zovh_opt._step_size`)
-    initial_step = _step_size.INITIAL_STEP
-    options: dict[str, Option] = {
-        "learning_rate": Option("auto", positive_or_auto),
-        "smoothing": Option("auto", positive_or_auto),
-    }
+class BuildChoices:
+    """How a method adapts its options before a run's iteration is built
+    (`zovh_opt._methods.build`): to the budget, to noise known before the first iteration,
+    to a checkpoint's options, and which class runs them. The defaults keep the options as
+    given and run them with the class itself; ``"zovh"`` overrides them."""
 
     @classmethod
     def options_for_budget(
@@ -134,6 +102,46 @@ class AskTellMethod(PendingPoints):
         """The class that runs ``options`` in ``dim`` dimensions: this one (``"zovh"``
         chooses among three)."""
         return cls
+
+
+class AskTellMethod(BuildChoices, PendingPoints):
+    """Base class of the optimizers: explicit state and one ``ask``/``tell`` step.
+
+    ``ask()`` returns the points to evaluate as an ``(n_points, d)`` array in the namespace,
+    dtype and device of ``x0``; ``tell(values)`` takes their function values (``(n_points,)``)
+    and moves the iterate. ``minimize`` drives exactly this loop; users can drive it themselves.
+
+    The choice of options before a run is built is `BuildChoices`' job. Subclasses set
+    ``name``, ``options`` (name -> `Option`) and implement ``_prepare`` (draw the directions
+    of the next ask), ``_layout`` (the pending points as directions and
+    scales, from which `pending_points` and `pending_point` make them bit for bit), ``_tell``
+    and ``step_norm``; those that keep state across iterations also extend ``restart``,
+    ``discard``, ``state`` and ``load_state``. They compute in ``self.xp`` on ``self._x``
+    (`ArraySpace` says why that can differ from the caller's namespace) and hand out arrays
+    through ``self.space.to_user``. Function values reach ``_tell`` as a NumPy float64 array:
+    the small per-iteration algebra stays on the host.
+
+    **Step rule.** A float ``learning_rate`` is the paper's Algorithm 1: ``x <- x - eta p``
+    after every ``tell``. ``learning_rate="auto"`` (the default) hands the rate, and with
+    ``smoothing="auto"`` the smoothing radius, to a `StepSizeControl` (``control``): each
+    step is a trial that the next batch's mean accepts or undoes (`zovh_opt._step_size`); a
+    ``tell`` then computes the direction (``_tell``; not for an undone trial) and ``_move``
+    takes the step only when the rule calls for a trial.
+
+    After each ``tell``, ``amplification`` is the ratio of the step's length to that of the plain
+    gradient step the same values give (1 for gradient methods), and ``rejected_steps`` counts
+    steps a method refused to take.
+    """
+
+    name = ""
+    # the step rule's largest rate, for methods whose direction is a step of its own
+    rate_ceiling: float | None = None
+    # the step rule's first step over the length scale l (`zovh_opt._step_size`)
+    initial_step = _step_size.INITIAL_STEP
+    options: dict[str, Option] = {
+        "learning_rate": Option("auto", positive_or_auto),
+        "smoothing": Option("auto", positive_or_auto),
+    }
 
     @property
     def iteration(self) -> str:
