@@ -2,7 +2,8 @@
 
 The rest of the package is written once against the Python array API standard and gets its
 namespace from its inputs. This module is the single place that imports NumPy, PyTorch or CuPy
-for computation; ``tests/test_backend_isolation.py`` keeps it that way. It does three jobs:
+for computation (with `zovh_opt._device_normals`, CuPy's kernel for directions);
+``tests/test_backends.py`` keeps it that way. It does these jobs:
 
 * find the array namespace of the caller's arrays (`namespace_of`) and turn Python sequences
   into NumPy arrays, as ``scipy.optimize.minimize`` does;
@@ -11,14 +12,15 @@ for computation; ``tests/test_backend_isolation.py`` keeps it that way. It does 
 * turn the SPEC 7 ``rng`` argument into a counter-based source of Gaussian directions, one
   block per iteration, drawn natively where the arrays live and reproducible block by block
   (`DirectionSource`);
-* draw one standard Gaussian vector from an integer seed (`gaussian_direction`, used by the
-  test problems).
+* draw one standard Gaussian vector from an integer seed, the same on every backend
+  (`gaussian_direction`, used by the test problems).
 
 Directions on the CPU (NumPy, array-api-strict, CPU PyTorch tensors) come from NumPy's SFC64
 generator, one stream per block and span of `STREAM_COLUMNS` columns, so one seed gives the
 same directions, and the same run up to rounding, on every CPU backend. Directions for GPU
-arrays are drawn on the device by ``torch.Generator`` or ``cupy.random``; nothing is copied
-between host and device.
+arrays are drawn on the device, by ``torch.Generator`` for PyTorch and by a counter-based
+kernel for CuPy (`zovh_opt._device_normals`); nothing of size ``d`` is copied between host
+and device.
 """
 
 from __future__ import annotations
@@ -33,7 +35,7 @@ from typing import Any
 import array_api_compat
 import numpy as np
 
-from . import _threads
+from . import _device_normals, _threads
 
 __all__ = [
     "STREAM_COLUMNS",
@@ -368,9 +370,10 @@ class DirectionSource:
     stream costs about 5 us, and it draws Gaussians 1.5 times as fast as Philox4x64 (23 ms
     against 35 ms for 3e6 numbers on the CI machine class; PCG64, NumPy's default, 29 ms).
     So the same ``rng`` gives the same directions, and the same run up to rounding, on every
-    CPU backend. For CUDA PyTorch and CuPy, and when ``rng`` is a ``torch.Generator`` or a CuPy
-    generator, a block is drawn on the array's device by that library's generator, seeded by a
-    SplitMix64 hash of (key, ``b``).
+    CPU backend. For CUDA PyTorch, and when ``rng`` is a ``torch.Generator``, a block is drawn
+    on the array's device by PyTorch's generator, seeded by a SplitMix64 hash of (key, ``b``);
+    for CuPy, row ``i`` of the block by `zovh_opt._device_normals` from the seed
+    ``SplitMix64(that hash ^ (i << 40))``.
 
     Parameters
     ----------
@@ -378,7 +381,9 @@ class DirectionSource:
         SPEC 7 style seed. ``None`` draws fresh OS entropy; an int or ``SeedSequence`` seeds a
         new NumPy generator; a NumPy ``Generator`` is used (and advanced) as it is. The key is
         two 64-bit integers drawn from it. A ``torch.Generator`` or a CuPy generator is asked
-        once for a 63-bit seed, and the blocks are then drawn with that library's generator.
+        once for a 63-bit seed; the blocks are then drawn with PyTorch's generator (a
+        ``torch.Generator``), by `zovh_opt._device_normals` (CuPy arrays), or by NumPy (NumPy
+        arrays with a CuPy generator).
 
     Attributes
     ----------
@@ -482,12 +487,10 @@ class DirectionSource:
             u = torch.randn((n, d), generator=gen, dtype=dtype, device=space.device)
             return space.to_compute(u)
         if array_api_compat.is_cupy_namespace(space.user):
-            import cupy
-
-            with space.device:
-                return cupy.random.default_rng(self._seed(block)).standard_normal(
-                    (n, d), dtype=space.dtype
-                )
+            seed = self._seed(block)
+            seeds = [_splitmix64(seed ^ (i << 40)) for i in range(n)]
+            u = space.empty((n, d))
+            return _device_normals.fill(_device_normals.row_seeds(seeds, space.device), 0, u)
         # NumPy arrays with a torch.Generator's key (the generator seeded the key), and
         # array-api-strict: NumPy's generator, then into the space
         u = self._numpy_block(block, (n, d), np.dtype(space.dtype_name), None)
@@ -569,9 +572,10 @@ class RowStreams:
     it: row ``m`` of block ``b`` is a stream seeded from a SplitMix64 hash of the run's key
     and ``(b, m)``, drawn from its first column on, ``width`` columns at a time. On the CPU
     the stream is NumPy's SFC64 (drawing a row in one call or in spans gives the same bits);
-    for GPU arrays, and when ``rng`` was a ``torch.Generator``, that library's generator on
-    the array's device, always in spans of ``width`` columns, so that a held block and a
-    streamed one have the same bits.
+    for CUDA PyTorch, and when ``rng`` was a ``torch.Generator``, PyTorch's generator on the
+    array's device, always in spans of ``width`` columns, so that a held block and a streamed
+    one have the same bits; for CuPy, `zovh_opt._device_normals`, whose draws depend on the
+    column alone (a row in one launch, the spans of all rows one launch each).
 
     Parameters
     ----------
@@ -593,6 +597,8 @@ class RowStreams:
         self._words = [_splitmix64((1 << 63) | (block << 14) | m) for m in rows]
         self._native = self._library(source, space)  # None: NumPy's SFC64 draws
         self._generators: list | None = None  # each row's generator, at its next column
+        self._column = 0  # CuPy: the next column `fill` draws (its draws keep no state)
+        self._seeds_on_device: Any = None  # CuPy: the rows' seeds, (rows, 1)
 
     @staticmethod
     def span_width(source: DirectionSource, space: ArraySpace) -> int:
@@ -617,6 +623,9 @@ class RowStreams:
             for start in range(0, n, self.width):
                 self._numpy_span(gen, out[start : min(start + self.width, n)])
             return out
+        if self._native == "cupy":  # one launch: a row's bits do not depend on its spans
+            seed = self._device_seeds()[i : i + 1]
+            return _device_normals.fill(seed, 0, out)
         gen, n = self._native_generator(self._words[i]), out.shape[0]
         for start in range(0, n, self.width):
             self._native_span(gen, out[start : min(start + self.width, n)])
@@ -661,6 +670,11 @@ class RowStreams:
     def start_fill(self, out: Any) -> _threads.Batch:
         """`fill`, begun: NumPy draws the rows as tasks of the draws' threads
         (`zovh_opt._threads`); finish the batch before reading ``out``."""
+        if self._native == "cupy":
+            seeds = self._device_seeds()
+            _device_normals.fill(seeds, self._column, out[: seeds.shape[0], ...])
+            self._column += out.shape[1]
+            return _threads.Batch([]).start()
         if self._native is not None:
             if self._generators is None:
                 self._generators = [self._native_generator(h) for h in self._words]
@@ -688,32 +702,38 @@ class RowStreams:
                 gen.standard_normal(out.shape[0], dtype=np.dtype(self.space.dtype_name))
             )
 
-    def _native_generator(self, h: int) -> Any:
-        seed = _splitmix64(self._source.key[0] ^ h) & _SEED_BOUND
-        if self._native == "cupy":
-            import cupy
+    def _seed(self, h: int) -> int:
+        return _splitmix64(self._source.key[0] ^ h) & _SEED_BOUND
 
-            with self.space.device:
-                return cupy.random.default_rng(seed)
+    def _device_seeds(self) -> Any:
+        """CuPy: the rows' seeds on the device, ``(rows, 1)``, made once."""
+        if self._seeds_on_device is None:
+            seeds = [self._seed(h) for h in self._words]
+            self._seeds_on_device = _device_normals.row_seeds(seeds, self.space.device)
+        return self._seeds_on_device
+
+    def _native_generator(self, h: int) -> Any:
         import torch
 
         gen = torch.Generator(device=self.space.device)
-        gen.manual_seed(seed)
+        gen.manual_seed(self._seed(h))
         return gen
 
     def _native_span(self, gen: Any, out: Any) -> None:
-        if self._native == "cupy":
-            out[...] = gen.standard_normal(out.shape[0], dtype=out.dtype)
-        else:  # the compute array, or a CPU tensor's NumPy view
-            self.space.to_user(out).normal_(generator=gen)
+        # the compute array, or a CPU tensor's NumPy view
+        self.space.to_user(out).normal_(generator=gen)
 
 
 def _module_of(obj: Any) -> str:
     return type(obj).__module__.split(".")[0]
 
 
-def gaussian_direction(seed: int, like: Any, native: str | None = None) -> Any:
+def gaussian_direction(seed: int, like: Any) -> Any:
     """Draw ``u ~ N(0, I_d)`` from ``seed``, with the shape, dtype and device of ``like``.
+
+    Drawn on the host by NumPy's default generator and copied to ``like``'s device once, so the
+    same seed gives the same vector on every backend, a GPU's included (the test problems are
+    then the same functions everywhere).
 
     Parameters
     ----------
@@ -721,22 +741,8 @@ def gaussian_direction(seed: int, like: Any, native: str | None = None) -> Any:
         Seed of this one direction; the same seed always gives the same bits.
     like : array
         One-dimensional array whose namespace, dtype and device the direction takes.
-    native : {None, "torch", "cupy"}
-        Draw with this library's generator even on the CPU (set when the user passed that
-        library's generator as ``rng``).
     """
     d = like.shape[0]
-    if array_api_compat.is_torch_array(like) and (native == "torch" or not _is_cpu(like)):
-        import torch
-
-        gen = torch.Generator(device=like.device)
-        gen.manual_seed(seed)
-        return torch.randn(d, generator=gen, dtype=like.dtype, device=like.device)
-    if array_api_compat.is_cupy_array(like):
-        import cupy
-
-        with like.device:
-            return cupy.random.default_rng(seed).standard_normal(d, dtype=like.dtype)
     xp = array_api_compat.array_namespace(like)
     dtype = np.float32 if like.dtype == xp.float32 else np.float64
     u = np.random.default_rng(seed).standard_normal(d, dtype=dtype)
@@ -745,5 +751,5 @@ def gaussian_direction(seed: int, like: Any, native: str | None = None) -> Any:
     if array_api_compat.is_torch_array(like):
         import torch
 
-        return torch.from_numpy(u)
+        return torch.from_numpy(u).to(like.device)
     return xp.asarray(u, device=array_api_compat.device(like))

@@ -167,7 +167,7 @@ class RotatedQuadratic(Problem):
     condition : float
         :math:`\kappa \ge 1`.
     seed : int
-        Seed of the rotation; the same seed gives the same matrix on every CPU backend.
+        Seed of the rotation; the same seed gives the same matrix on every backend, a GPU's too.
 
     Examples
     --------
