@@ -1,0 +1,211 @@
+"""Checks on an NVIDIA GPU that the test suite does not make, quoted in the GPU guide.
+
+    python tools/gpu_checks.py memory    # the default at d = 1e6, 1e7: held directions or not
+    python tools/gpu_checks.py memory=cupy  # one backend
+    python tools/gpu_checks.py quality   # the same problems on NumPy, CUDA PyTorch and CuPy
+
+``memory``: the default `zovh_opt.minimize` on the sphere, evaluated point by point (as the
+CPU's memory benchmark does) and in one batch on the device (``vectorized=True``: the batch
+and the objective's temporaries, ``2 P d`` floats each, count too), float32, from ``x0 = 1``,
+for a fixed number of iterations, with ``directions="vectors"`` and ``"seeds"``; for each: the
+peak device memory allocated during the run beyond ``x0`` in units of ``d`` floats (PyTorch's
+``max_memory_allocated``; for CuPy the peak of the bytes its memory pool hands out, traced by
+a memory hook), the time per iteration (synchronized, the objective included), whether the
+two storages and a rerun of the same seed give the same ``x`` bit for bit, and what
+``directions="auto"`` chose.
+``quality``: default runs on a rotated ellipsoid (d = 10, condition 1e6; the full model),
+Rosenbrock (d = 10) and a diagonal ellipsoid (d = 1000, condition 1e4; the diagonal model),
+``1000 d`` evaluations (100 d at d = 1000), 3 seeds, on each backend: the final ``f`` and
+``nfev``. A GPU draws its own directions, so the runs differ from the CPU's; the question is
+whether they are as good.
+
+Needs PyTorch with CUDA or CuPy; prints what it skips.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+import time
+import warnings
+
+import numpy as np
+
+import zovh_opt
+from zovh_opt._backend import to_numpy
+
+
+def backends():
+    """(name, to_device(numpy array), synchronize) for each GPU backend present."""
+    found = []
+    if importlib.util.find_spec("torch") is not None:
+        import torch
+
+        if torch.cuda.is_available():
+            found.append(
+                ("torch-cuda", lambda a: torch.asarray(a, device="cuda"), torch.cuda.synchronize)
+            )
+    if importlib.util.find_spec("cupy") is not None:
+        import cupy
+
+        try:
+            if cupy.cuda.runtime.getDeviceCount() > 0:
+                found.append(("cupy", cupy.asarray, cupy.cuda.Device().synchronize))
+        except cupy.cuda.runtime.CUDARuntimeError:
+            pass
+    if not found:
+        print("no CUDA GPU with PyTorch or CuPy: nothing to check")
+    return found
+
+
+class _CupyPeak:
+    """Peak bytes handed out by CuPy's memory pool while active (a memory hook)."""
+
+    def __enter__(self):
+        import cupy
+
+        class Hook(cupy.cuda.MemoryHook):
+            name = "peak"
+
+            def __init__(self):
+                self.now = self.peak = 0
+
+            def malloc_postprocess(self, device_id, size, mem_size, mem_ptr, pmem_id):
+                self.now += mem_size
+                self.peak = max(self.peak, self.now)
+
+            def free_postprocess(self, device_id, mem_size, mem_ptr, pmem_id):
+                self.now -= mem_size
+
+        self.hook = Hook()
+        self.hook.__enter__()
+        return self.hook
+
+    def __exit__(self, *exc):
+        self.hook.__exit__(*exc)
+
+
+def _sphere_rows(points):
+    return (points * points).sum(axis=1)
+
+
+def _sphere(x):
+    return float(x @ x)
+
+
+def _memory_run(name, to_device, sync, d, storage, iterations, vectorized):
+    x0 = to_device(np.ones(d, dtype=np.float32))
+    options = {"maxiter": iterations, "directions": storage}
+    f = _sphere_rows if vectorized else _sphere
+    sync()
+    if name == "torch-cuda":
+        import torch
+
+        torch.cuda.reset_peak_memory_stats()
+        base = torch.cuda.memory_allocated()
+        start = time.perf_counter()
+        res = zovh_opt.minimize(f, x0, rng=0, vectorized=vectorized, options=options)
+        sync()
+        seconds = time.perf_counter() - start
+        peak = torch.cuda.max_memory_allocated() - base
+    else:
+        with _CupyPeak() as hook:
+            start = time.perf_counter()
+            res = zovh_opt.minimize(f, x0, rng=0, vectorized=vectorized, options=options)
+            sync()
+            seconds = time.perf_counter() - start
+        peak = hook.peak
+    return res, peak / (4 * d), seconds / res.nit
+
+
+def memory(dims=(1e6, 1e7), iterations=20, only=None):
+    from zovh_opt._backend import ArraySpace
+    from zovh_opt._methods.zovh_preconditioned import PreconditionedZoVH, default_pairs
+
+    print(
+        "| backend | d | P | evaluation | directions | peak device memory (d floats) "
+        "| ms / iteration |"
+    )
+    print("|---|---:|---:|---|---|---:|---:|")
+    for name, to_device, sync in backends():
+        if only and name != only:
+            continue
+        for d in (int(v) for v in dims):
+            space = ArraySpace(to_device(np.ones(1, dtype=np.float32)))
+            auto = PreconditionedZoVH.storage_for(d, default_pairs(d), 4, space)
+            _memory_run(name, to_device, sync, d, "vectors", 2, True)  # warm-up: kernels, pools
+            for vectorized in (False, True):
+                xs = {}
+                for storage in ("vectors", "seeds"):
+                    run = (name, to_device, sync, d, storage, iterations, vectorized)
+                    res, peak, seconds = _memory_run(*run)
+                    xs[storage] = to_numpy(res.x)
+                    again = to_numpy(_memory_run(*run)[0].x)
+                    same = bool(np.array_equal(xs[storage], again))
+                    print(
+                        f"| {name} | {d:.0e} | {default_pairs(d)} | "
+                        f"{'one batch' if vectorized else 'serial'} | "
+                        f"{storage}{' (auto)' if storage == auto else ''} | {peak:.1f} | "
+                        f"{1e3 * seconds:.1f} |  rerun identical: {same}, f {res.fun:.6g}",
+                        flush=True,
+                    )
+                same = bool(np.array_equal(xs["vectors"], xs["seeds"]))
+                print(f"|  | {d:.0e} | | | vectors == seeds bit for bit: {same} | | |", flush=True)
+
+
+def _problems():
+    rot = np.linalg.qr(np.random.default_rng(7).standard_normal((10, 10)))[0]
+    H = rot @ np.diag(np.logspace(0, 6, 10)) @ rot.T
+    scales = np.logspace(0, 4, 1000)
+
+    def ellipsoid_rotated(x, xp):
+        Hx = xp.asarray(H, dtype=x.dtype, device=getattr(x, "device", None))
+        return float(x @ (Hx @ x)) / 2
+
+    def rosenbrock(x, xp):
+        return float(xp.sum(100 * (x[1:] - x[:-1] ** 2) ** 2 + (1 - x[:-1]) ** 2))
+
+    def ellipsoid(x, xp):
+        s = xp.asarray(scales, dtype=x.dtype, device=getattr(x, "device", None))
+        return float(xp.sum(s * x * x)) / 2
+
+    return [
+        ("rotated ellipsoid d=10", ellipsoid_rotated, 10, 10_000),
+        ("Rosenbrock d=10", rosenbrock, 10, 10_000),
+        ("ellipsoid d=1000", ellipsoid, 1000, 100_000),
+    ]
+
+
+def quality(seeds=(0, 1, 2)):
+    import array_api_compat
+
+    spaces = [("numpy", lambda a: a, lambda: None)] + backends()
+    print("| problem | backend | f (median over seeds) | f (each) | nfev (each) |")
+    print("|---|---|---:|---|---|")
+    for title, f, d, budget in _problems():
+        for name, to_device, _ in spaces:
+            finals, nfevs = [], []
+            for seed in seeds:
+                x0 = to_device(np.random.default_rng(100 + seed).standard_normal(d))
+                xp = array_api_compat.array_namespace(x0)
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")
+                    res = zovh_opt.minimize(
+                        lambda x, xp=xp, f=f: f(x, xp), x0, rng=seed, options={"maxfev": budget}
+                    )
+                finals.append(res.fun)
+                nfevs.append(res.nfev)
+            each = ", ".join(f"{v:.2g}" for v in finals)
+            print(
+                f"| {title} | {name} | {np.median(finals):.3g} | {each} | {nfevs} |", flush=True
+            )
+
+
+if __name__ == "__main__":
+    which = sys.argv[1:] or ["memory", "quality"]
+    for job in which:
+        if job.startswith("memory="):  # memory=cupy: one backend
+            memory(only=job.split("=", 1)[1])
+        else:
+            {"memory": memory, "quality": quality}[job]()
+        print()
