@@ -17,7 +17,8 @@
   run does not stop: it goes on from the step rule's centre with steps and smoothing radius
   `STALL_FACTOR` times as long (``cause``: ``"stall"``). A rugged objective, or a valley
   narrower than the queries' spread, makes the batch means at one scale look like noise,
-  which the rule cannot tell from a minimum; only the finer scale can.
+  which the rule cannot tell from a minimum; only the finer scale can, below the floor the
+  step rule's slope test may have set (`zovh_opt._step_size`).
 
 Each restart is a record of ``result().restarts``: ``nit``, ``nfev``, ``reason``, ``cause``
 and ``learning_rate`` (the rate after it).
@@ -141,7 +142,7 @@ class Safeguard:
         stalls = sum(r["cause"] == "stall" for r in self.restarts)
         if method.control is None or stalls >= STALL_RESCALES:
             return False
-        method.shorten(STALL_FACTOR)
+        method.shorten(STALL_FACTOR, stalled=True)
         reason = f"the f estimates stalled (ftol); steps {STALL_FACTOR:g} times as long"
         self._record(nit, nfev, reason, "stall", method.learning_rate)
         return True

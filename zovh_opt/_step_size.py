@@ -33,8 +33,9 @@ last accepted point, and the f estimate of the batch taken there.
   ``mu``, is about ``|grad f|`` while the values differ by ``f``'s change, but grows as
   ``1 / mu`` once noise (or rounding) dominates them. After the radius shrinks, the mean log
   slope of the next ``CHECKED`` batches is compared with that of the batches before; if it
-  grew by more than half of what noise would make it grow, the radius goes back up and never
-  goes below that level again.
+  grew by more than half of what noise would make it grow, the radius goes back up and does
+  not go below that level again until an ``ftol`` stall (`StepSizeControl.shorten`): a rugged
+  ``f`` (Rastrigin) looks the same, and the stall's finer scale tells them apart.
 - Once the objective is known to be noisy (`zovh_opt._noise`), the floor follows the noise
   instead (`StepSizeControl._noise_floor`): the batches' spread must leave the slope
   ``mu |g|`` at least ``NOISE_SNR`` noise deviations, else the radius doubles, up to
@@ -300,13 +301,17 @@ class StepSizeControl:
         self.spread *= factor
         self.base_smoothing *= factor
 
-    def shorten(self, factor: float) -> None:
+    def shorten(self, factor: float, *, stalled: bool = False) -> None:
         """Restart with steps and radius ``factor`` times as long (``factor < 1``), from a
-        measurement of the centre."""
+        measurement of the centre. After an ``ftol`` stall (``stalled``) without known noise
+        the slope test's floor goes: the finer scale decides whether the values' spread there
+        was noise or a rugged ``f``."""
         if not math.isnan(self.learning_rate):
             self.learning_rate *= factor
         self.step_length *= factor
         self.trust_radius *= factor
+        if stalled and not self.noisy:
+            self.floor = -(2**62)
         self._set_level(max(self.level + math.floor(math.log2(factor)), self.floor))
         self.drop = 0
         self.phase = MEASURE

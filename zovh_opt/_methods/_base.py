@@ -359,11 +359,12 @@ class AskTellMethod(BuildChoices, PendingPoints):
         self._rate = float(learning_rate)
         self.amplification = 1.0
 
-    def shorten(self, factor: float) -> None:
+    def shorten(self, factor: float, *, stalled: bool = False) -> None:
         """Step rule "auto": start afresh from the centre with steps (and, when it adapts, the
-        smoothing radius) ``factor`` times as long; pending asks and kept queries go."""
+        smoothing radius) ``factor`` times as long; pending asks and kept queries go. After a
+        stall (``stalled``) the radius may go below the slope test's floor."""
         self._discard_all()
-        self.control.shorten(factor)
+        self.control.shorten(factor, stalled=stalled)
         self._x = self._centre
         if self._adapt_smoothing:
             self._set_smoothing(self.control.smoothing)
