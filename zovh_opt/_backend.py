@@ -193,16 +193,6 @@ def norm(v: Any, xp: Any = None) -> float:
     return largest * float(xp.linalg.vector_norm(v / largest))
 
 
-def _is_cpu(x: Any) -> bool:
-    if array_api_compat.is_numpy_array(x) or array_api_compat.is_array_api_strict_namespace(
-        array_api_compat.array_namespace(x)
-    ):
-        return True
-    if array_api_compat.is_torch_array(x):
-        return x.device.type == "cpu"
-    return False
-
-
 _MASK64 = 2**64 - 1
 
 

@@ -73,6 +73,7 @@ NOISE_TRACKING = 0.2  # weight of the latest batch in the running noise variance
 NOISE_REACH = 0.8  # the noise floor keeps mu sqrt(d) <= 0.8 l, within the length scale
 NOISE_ABOVE = 3  # and at most this many levels above the steps' (mu sqrt(d) <= 8 steps)
 NOISE_MISFIT = 4.0  # the model's misfit may add this many noise variances to the pair means
+NO_FLOOR = -(2**62)  # the radius's lowest level before any floor
 NOISE_CHECKED = 3  # batches at a level before the noise floor compares their spread
 
 NOISE_FIELDS = ("noisy", "start_noise", "noise_variance", "spread_squares", "residuals")
@@ -128,7 +129,7 @@ class StepSizeControl:
         self.reference = math.nan  # f estimate at the centre
         self.accepted = 0
         self.rejected = 0
-        self.floor = -(2**62)  # lowest level allowed (raised by the noise test)
+        self.floor = NO_FLOOR  # lowest level allowed (raised by the noise test)
         self.slopes = 0.0  # sum of the log slopes of the batches at this level
         self.counted = 0  # and their number
         self.before = math.nan  # mean log slope at the level before a decrease
@@ -311,7 +312,7 @@ class StepSizeControl:
         self.step_length *= factor
         self.trust_radius *= factor
         if stalled and not self.noisy:
-            self.floor = -(2**62)
+            self.floor = NO_FLOOR
         self._set_level(max(self.level + math.floor(math.log2(factor)), self.floor))
         self.drop = 0
         self.phase = MEASURE
