@@ -65,11 +65,15 @@ def test_by_default_the_bounds_give_the_scales():
     x0 = np.array([0.5, 2.0, -3.0, 5.0])
     bounds = [(0, 1), (0, None), (None, 1), (1, 11)]  # width 1, 2 from 0, 4 from 1, width 10
     np.testing.assert_array_equal(scales_of_run(x0, bounds), [1.0, 2.0, 4.0, 10.0])
-    # a start on a one-sided bound (up to the rounding of a float32 x0): the margin's scale,
-    # max(|b|, |x0_i|), never the rounding error
-    x0 = np.array([0.13087497, 0.45899312], dtype=np.float32)
+    # a start on a one-sided bound (up to the rounding of a float32 x0) says nothing of the
+    # coordinate's size: the root mean square of the others' scales, never the rounding error
+    x0 = np.array([0.13087497, 2.0, -3.0], dtype=np.float32)
+    bounds = [(0.13087497, None), (0, None), (None, 1)]
+    np.testing.assert_allclose(scales_of_run(x0, bounds), [10**0.5, 2.0, 4.0], rtol=1e-6)
+    # every coordinate on its bound: the margins' scales, max(|b|, |x0_i|)
+    x0 = np.array([0.13087497, -1.4917845], dtype=np.float32)
     bounds = [(0.13087497, None), (-1.4917845, None)]
-    np.testing.assert_allclose(scales_of_run(x0, bounds), [0.13087497, 1.95077757], rtol=1e-6)
+    np.testing.assert_allclose(scales_of_run(x0, bounds), [0.13087497, 1.4917845], rtol=1e-6)
 
 
 @pytest.mark.parametrize(

@@ -303,8 +303,11 @@ class Box:
 
         A positivity bound says that ``x_i`` is a magnitude and ``x0_i`` its size, as
         Nelder-Mead's initial simplex assumes of every start. Where that distance is within
-        the bound's margin (a start on the bound, up to the rounding of ``x0``), the margin's
-        own scale ``max(|b|, s)`` stands in, and where a width is 0 or beyond the floats ``s``
+        the bound's margin (a start on the bound, up to the rounding of ``x0``) it says
+        nothing of the size: the root mean square of the other coordinates' scales stands in
+        (a bound at 0.068 made a start on it a scale of 0.068 against 6.6 to 83 for the
+        others, and the run stalled), or, where every coordinate starts on its bound, the
+        margin's own scale ``max(|b|, s)``; where a width is 0 or beyond the floats, ``s``
         (`one_sided_scales`).
         """
         lower, upper = self.host
@@ -318,7 +321,14 @@ class Box:
             margin_scales = self._one_sided(np.where(has_lower, lower, upper))
         scales = np.where(has_lower & has_upper, widths, distances)
         near = ~(has_lower & has_upper) & (distances < MARGIN * margin_scales)
-        scales = np.where(near, margin_scales, scales)
+        told = ~near & np.isfinite(scales) & (scales > 0)
+        if near.any() and told.any():  # the others' root mean square, as `one_sided_scales`
+            known = scales[told]
+            largest = float(known.max())  # divided first: the squares stay in range
+            stand_in = largest * float(np.sqrt(np.mean((known / largest) ** 2)))
+            scales = np.where(near, stand_in, scales)
+        else:
+            scales = np.where(near, margin_scales, scales)
         scales = np.where(np.isfinite(scales) & (scales > 0), scales, self.scales)
         return None if np.all(scales == scales[0]) else scales
 
