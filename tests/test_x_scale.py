@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+import scipy.optimize
 
 import zovh_opt
 
@@ -133,3 +134,42 @@ def test_x_scale_survives_a_checkpoint(tmp_path):
 def test_bad_x_scale_is_refused(x_scale, error, match):
     with pytest.raises(error, match=match):
         zovh_opt.minimize(badly_scaled, SCALES, options={"x_scale": x_scale})
+
+
+def test_a_start_on_a_bound_is_not_given_the_bound_as_its_scale():
+    """A start on three faces of a box that the property test of test_edge_properties.py
+    found: coordinate 1 starts on its lower bound, 0.068, and its optimum is at 213. With the
+    bound's magnitude as its scale (0.068, against 6.6 to 83 for the others) the run stalled
+    and ended with success at 1.1e-2 of its gap (seeds 0-5: 5e-4 to 1e-2); with the other
+    coordinates' root mean square it reaches the optimum."""
+    hessian = np.array(
+        [
+            [48.75748009592869, 13.167298265892713, -27.26994731817593, 28.06131198490574],
+            [13.167298265892713, 21.758815257385965, -23.456999109473724, 15.577482788758715],
+            [-27.26994731817593, -23.456999109473724, 31.558715061596263, -22.52494951133944],
+            [28.06131198490574, 15.577482788758715, -22.52494951133944, 25.110925319020698],
+        ]
+    )
+    centre = np.array(
+        [1.8757314772649396, 1.7161055510616778, -1.2892296569520756, 0.43540646737819033]
+    )
+    lower = np.array(
+        [-1.9140498131655415, 0.06785680462375598, -82.86865596653521, 6.626100663434298]
+    )
+    x0 = np.array([40.97294911294851, lower[1], lower[2], lower[3]])
+
+    def f(x):
+        r = np.asarray(x) / 100 - centre
+        return float(r @ hessian @ r)
+
+    bounds = [(b, None) for b in lower]
+    reference = scipy.optimize.minimize(
+        f,
+        np.maximum(100 * centre, lower),
+        jac=lambda x: hessian @ (np.asarray(x) / 100 - centre) / 50,
+        method="L-BFGS-B",
+        bounds=bounds,
+        options={"ftol": 1e-15, "gtol": 1e-13},
+    )
+    res = zovh_opt.minimize(f, x0, bounds=bounds, rng=2, options={"maxfev": 40_000})
+    assert res.success and res.fun - reference.fun <= 1e-10 * (f(x0) - reference.fun)
