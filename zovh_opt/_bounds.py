@@ -73,11 +73,14 @@ def one_sided_scales(x0: Any, lower: np.ndarray, upper: np.ndarray, space: Array
     """
     x = np.abs(np.clip(space.to_host(space.to_compute(x0)), lower, upper))
     nonzero = x[x > 0]
-    fallback = 1.0
-    if nonzero.size:
-        largest = float(nonzero.max())  # divided first: the squares stay in range
-        fallback = largest * float(np.sqrt(np.mean((nonzero / largest) ** 2)))
-    return np.where(x > 0, x, fallback)
+    return np.where(x > 0, x, _root_mean_square(nonzero) if nonzero.size else 1.0)
+
+
+def _root_mean_square(values: np.ndarray) -> float:
+    """The root mean square of positive finite ``values``, divided by the largest first so
+    that the squares stay in range."""
+    largest = float(values.max())
+    return largest * float(np.sqrt(np.mean((values / largest) ** 2)))
 
 
 def host_bounds(bounds: Any, dim: int) -> tuple[np.ndarray, np.ndarray]:
@@ -323,10 +326,7 @@ class Box:
         near = ~(has_lower & has_upper) & (distances < MARGIN * margin_scales)
         told = ~near & np.isfinite(scales) & (scales > 0)
         if near.any() and told.any():  # the others' root mean square, as `one_sided_scales`
-            known = scales[told]
-            largest = float(known.max())  # divided first: the squares stay in range
-            stand_in = largest * float(np.sqrt(np.mean((known / largest) ** 2)))
-            scales = np.where(near, stand_in, scales)
+            scales = np.where(near, _root_mean_square(scales[told]), scales)
         else:
             scales = np.where(near, margin_scales, scales)
         scales = np.where(np.isfinite(scales) & (scales > 0), scales, self.scales)
