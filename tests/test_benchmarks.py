@@ -182,7 +182,9 @@ def test_coco_variants_pin_the_curvature_model(variant, curvature):
     pinned = zovh_opt.minimize(
         sphere, x0, rng=3, options={"maxfev": budget, "curvature": curvature}
     )
-    default = zovh_opt.minimize(sphere, x0, rng=3, options={"maxfev": budget})
+    # the iteration the default chooses for this budget (its quasi-Newton phase aside)
+    options = {"maxfev": budget, "quasi_newton": False}
+    default = zovh_opt.minimize(sphere, x0, rng=3, options=options)
     assert fun.nfev == pinned.nfev and fun.best == pinned.fun
     assert (fun.best == default.fun) == (curvature == "off")
 
@@ -226,9 +228,10 @@ def test_the_smooth_problems_optimum_is_stationary(name):
 
 
 def test_the_smooth_benchmarks_quick_run(tmp_path):
-    """The quick run's robust fact: L-BFGS-B (FD) cannot form a gradient within d
-    evaluations, and is far ahead at 10 d on the smooth deblurring problem."""
+    """The quick run's robust facts: L-BFGS-B (FD) cannot form a gradient within d
+    evaluations, and at 10 d the default (its quasi-Newton phase, whose line search costs one
+    evaluation a trial) is at least level with it on the smooth deblurring problem."""
     record = quick("smooth", tmp_path)
     gaps = {r["solver"]: r["gaps"] for r in record["data"]}
     assert gaps["L-BFGS-B (FD)"]["2000"] > 0.9  # the best value within d: about f(x0)
-    assert gaps["L-BFGS-B (FD)"]["20000"] < 1e-3 * gaps["zovh"]["20000"]
+    assert gaps["zovh"]["20000"] <= gaps["L-BFGS-B (FD)"]["20000"] < 1e-4

@@ -97,7 +97,8 @@ def test_a_checkpoint_written_before_the_split_goes_on_as_an_uninterrupted_run(n
     case = CASES[name]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # the small d's OptimizeWarning
-        options = {"noisy": False, **case["options"]}  # noisy's default before "auto"
+        # noisy's default before "auto"; no quasi-Newton phase before it existed
+        options = {"noisy": False, "quasi_newton": False, **case["options"]}
         if "learning_rate" not in options:  # what "auto" was when the file was written
             options = {**options, "curvature": "diagonal"}
         if options["noisy"]:

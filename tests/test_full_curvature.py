@@ -179,7 +179,7 @@ def test_a_checkpoint_continues_the_run_bit_for_bit(tmp_path, directions):
     d = 10
     _, f = rotated_quadratic(d, 1e3, 7)
     x0 = np.ones(d)
-    options = {"maxfev": 3000, "directions": directions}
+    options = {"maxfev": 3000, "directions": directions, "quasi_newton": False}  # the model's
     whole = zovh_opt.minimize(f, x0, rng=3, options=options)
     opt = zovh_opt.Optimizer(x0, options=options, rng=3)
     for _ in range(40):  # on to the first iteration where the least-squares fit is in use

@@ -15,7 +15,9 @@ from zovh_opt._methods.zovh_preconditioned import default_pairs
 from zovh_opt._noise import measurements  # x0's and the best point's values
 from zovh_opt.problems import quadratic, rosenbrock
 
-FAST = {"maxiter": 30}
+# 30 iterations of the method (counted evaluations: its own; the quasi-Newton phase's
+# gradients cost d + 1 each, tests/test_quasi_newton_phase.py)
+FAST = {"maxiter": 30, "quasi_newton": False}
 
 
 def sphere(x):

@@ -108,6 +108,10 @@ def test_maxtime():
     assert took >= 0.3 and res.nit < 10**6
 
 
+# the method's iterations (the quasi-Newton phase's: tests/test_quasi_newton_phase.py)
+METHOD_30 = {"maxiter": 30, "quasi_newton": False}
+
+
 @pytest.mark.parametrize("through_scipy", [False, True])
 def test_callback_stop_iteration(through_scipy):
     import scipy.optimize
@@ -118,10 +122,10 @@ def test_callback_stop_iteration(through_scipy):
 
     if through_scipy:
         res = scipy.optimize.minimize(
-            sphere, np.ones(D), method=zovh_opt.zovh, callback=cb, options={"maxiter": 30}
+            sphere, np.ones(D), method=zovh_opt.zovh, callback=cb, options=METHOD_30
         )
     else:
-        res = zovh_opt.minimize(sphere, np.ones(D), callback=cb, options={"maxiter": 30})
+        res = zovh_opt.minimize(sphere, np.ones(D), callback=cb, options=METHOD_30)
     assert res.nit == 5 and res.status == 99 and not res.success
     assert res.message == "`callback` raised `StopIteration`."
     assert res.nfev == 5 * 2 * default_pairs(D) + 1 + measurements(5)
@@ -144,7 +148,7 @@ def test_a_plateau_ends_the_run_after_flat_iterations():
             values.append(rounded_sphere(x))
             return values[-1]
 
-        options = {"flat_iterations": flat, "noisy": False}
+        options = {"flat_iterations": flat, "noisy": False, "quasi_newton": False}
         runs[flat] = zovh_opt.minimize(f, np.zeros(5), rng=0, options=options), values
     (res, values), (longer, without) = runs[3], runs[None]
     assert res.status == 0 and "on a plateau of f" in res.message and res.fun == 0.0
@@ -159,7 +163,8 @@ def test_a_plateau_ends_the_run_after_flat_iterations():
 
 def test_a_start_on_a_plateau_says_so():
     res = zovh_opt.minimize(lambda x: max(float(x @ x), 1.0), np.full(3, 0.3), rng=0)
-    assert res.success and res.nit == 5 and "x0 lies on a plateau" in res.message
+    assert res.success and "x0 lies on a plateau" in res.message
+    assert res.quasi_newton["ended"] == "zero gradient" and res.nit == 1 + 5  # its gradient
 
 
 @pytest.mark.parametrize(

@@ -198,7 +198,7 @@ class Coordinates:
                 if s is not None:
                     diagonal *= self._compute_scale(diagonal) ** 2
                 estimates["hess_inv"] = DiagonalOperator(diagonal)
-            elif inverse is not None:  # the full model's (d, d) array
+            elif inverse is not None and not hasattr(inverse, "matvec"):  # the full model (d, d)
                 dense = inverse * (unit / f_unit)
                 dense *= unit
                 if s is not None:

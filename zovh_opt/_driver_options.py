@@ -79,6 +79,13 @@ def _noisy(name: str, value: Any) -> Any:
         raise TypeError(f"{name} must be True, False or 'auto', got {value!r}") from None
 
 
+def _auto_or_false(name: str, value: Any) -> Any:
+    """``"auto"`` or ``False``."""
+    if (isinstance(value, str) and value == "auto") or value is False:
+        return value
+    raise ValueError(f"{name} must be 'auto' or False, got {value!r}")
+
+
 DRIVER_OPTIONS: dict[str, Option] = {
     "maxiter": Option(None, optional(integer_between(1, BIG))),
     "maxfev": Option(None, optional(integer_between(1, BIG))),
@@ -94,6 +101,7 @@ DRIVER_OPTIONS: dict[str, Option] = {
     "disp": Option(False, _disp),
     "progress": Option(False, boolean),
     "x_scale": Option(None, optional(_x_scale)),
+    "quasi_newton": Option("auto", _auto_or_false),
 }
 
 

@@ -103,7 +103,7 @@ def minimize_with_new_starts(
         # budget, ftarget or a callback is the end
         if results[-1].status not in (SUCCESS, FAILED):
             break
-        more = dict(options)
+        more = {**options, "quasi_newton": False}  # new starts smooth at a coarser scale
         if curvature is not None:
             more["curvature"] = curvature
         if maxfev is not None:

@@ -111,14 +111,21 @@ class NoiseMonitor:
         if self.recheck is not None:
             before, self.recheck = self.recheck[0], None
             if math.isfinite(values[0]) and values[0] != before:
-                self._found(room)
+                self.found(room, elsewhere=True)
             return
         self.values.extend(values)
         finite = [v for v in self.values if math.isfinite(v)]
         if not self.detected and any(v != finite[0] for v in finite):
-            self._found(room)
+            self.found(room)
 
-    def _found(self, room: int) -> None:
+    def found(self, room: int, *, elsewhere: bool = False) -> None:
+        """Noise is known: ``x0`` is measured until it has ``evaluations`` values (``room``:
+        `take`'s). Found ``elsewhere`` (a repeat of the best point, or of the quasi-Newton
+        phase's centre, `zovh_opt._gradient_phase`), x0's two values are dropped: they were
+        kept for agreeing, a sample without the outliers that noise in a fraction of the calls
+        has (a start measured too low would be returned over every better point)."""
+        if elsewhere:
+            self.values = []
         self.detected = True
         affordable = (room + len(self.values)) // 3
         self.evaluations = max(len(self.values), min(self.evaluations, affordable))

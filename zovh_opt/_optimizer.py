@@ -22,10 +22,8 @@ while one is inside ``ask``, ``tell``, ``discard``, ``run`` or ``save`` raise
 from __future__ import annotations
 
 import functools
-import math
 import threading
 import time
-from array import array
 from collections.abc import Callable
 from typing import Any
 
@@ -36,19 +34,28 @@ from . import _checkpoint
 from ._backend import DirectionSource, namespace_of, to_host_floats
 from ._coordinates import Coordinates
 from ._driver_options import checked_method, run_options, validated_x0
+from ._gradient_phase import (
+    GRADIENT,
+    asked_size,
+    hand_off,
+    iterate,
+    phase_fields,
+    plan_phase,
+    start_phase,
+)
 from ._interrupts import deferred_interrupts
 from ._methods import build, rebuilt_for_noise
 from ._noise import NoiseMonitor
+from ._reporting import Trace
 from ._returned_point import ReturnedPoint, mean
 from ._run_loop import run_to_end
-from ._run_state import restore, restoring, state_of
+from ._run_state import pickled, restore, restoring, state_of, unpickled
 from ._safeguard import Safeguard
 from ._stopping import (
     FTARGET,
     RUNNING,
     STALLED,
     SUCCESS,
-    Stop,
     StoppingRules,
     default_maxfev,
 )
@@ -135,6 +142,7 @@ class Optimizer:
         self._seeds = DirectionSource(rng)
         noisy, final = self.options["noisy"], self.options["final_evaluations"]
         maxfev = self.options["maxfev"] or default_maxfev(z0.shape[0])
+        self._requested = method_options  # as given: the method after the phase resolves them
         self._step, self._method_options = build(  # noisy=True: more pairs from the start
             method, z0, rng=self._seeds, scale=scale, maxfev=maxfev, options=method_options,
             noisy=noisy is True, first_step=self._coordinates.first_step)  # fmt: skip
@@ -160,9 +168,10 @@ class Optimizer:
         self.status = RUNNING
         self.message = "The run has not ended."
         self._phase = "iterate" if self._noise.done else MEASURE
+        plan_phase(self)  # `zovh_opt._gradient_phase`: `_quasi_newton`, `_phase_planned`
         self._pending: str | None = None  # the phase of the pending ask
         self._partial: list[float | None] = []  # its values obtained so far (by `run`)
-        self._trace = {"nit": array("q"), "nfev": array("q"), "fun": array("d")}
+        self._trace = Trace()
         self._elapsed = 0.0
         self._since = time.perf_counter()
         if self._coordinates.all_fixed:  # nothing to search: x is the answer
@@ -173,7 +182,7 @@ class Optimizer:
     @property
     def x(self) -> Any:
         """A copy of the current iterate (with bounds: its image in the box)."""
-        return self._coordinates.to_user(self._step.x)
+        return self._coordinates.to_user(iterate(self))
 
     @property
     def nfev(self) -> int:
@@ -202,7 +211,7 @@ class Optimizer:
     @property
     def f_estimate(self) -> float:
         """Mean of the latest iteration's values (``nan`` before the first)."""
-        return self._trace["fun"][-1] if self._trace["fun"] else math.nan
+        return self._trace.last_fun
 
     @property
     def step_norm(self) -> float:
@@ -274,9 +283,9 @@ class Optimizer:
             restarts=[dict(r) for r in self.restarts],
             rejected_steps=self._step.rejected_steps,
             failed_evaluations=self._safeguard.failed_evaluations,
-            trace={k: np.array(v) for k, v in self._trace.items()},
+            trace=self._trace.arrays(),
             **extra,
-            **self._coordinates.estimates(self._step.estimates),
+            **phase_fields(self),
         )
 
     def stop(self, status: int, message: str, *, evaluate_final: bool = True) -> None:
@@ -343,8 +352,8 @@ class Optimizer:
             )
         if self.done:
             raise RuntimeError(f"the run has ended ({self.message}); see result()")
-        if self._phase == "iterate":
-            reserve = self._step.points_per_iteration + self._returned.reserve
+        if self._phase in ("iterate", GRADIENT):
+            reserve = asked_size(self) + self._returned.reserve
             spent = self._stopping.budget_spent(self.nit, self._told, reserve, self.elapsed)
             if spent is not None:
                 self.stop(*spent)
@@ -352,6 +361,8 @@ class Optimizer:
             n = self._returned.final_size()
         elif self._phase == MEASURE:
             n = self._noise.size()
+        elif self._phase == GRADIENT:
+            n = self._quasi_newton.size()
         else:
             self._step.prepare()
             n = self._step.points_per_iteration
@@ -367,6 +378,8 @@ class Optimizer:
             return self._returned.final_point(i, lambda: self.x, self._coordinates.to_user)
         if self._pending == MEASURE:
             return self._noise.point(self._coordinates.to_user)
+        if self._pending == GRADIENT:
+            return self._coordinates.to_user(self._quasi_newton.point(i))
         if not self._coordinates.identity:
             return self._coordinates.to_user(self._step.pending_point(i))
         return self._step.pending_point(i)
@@ -399,10 +412,12 @@ class Optimizer:
         if phase == MEASURE:
             self._measured(values)
             return
+        if phase == GRADIENT:
+            hand_off(self, values)
+            return
         self.nit += 1
         f_estimate = mean(values)
-        for key, value in (("nit", self.nit), ("nfev", self._told), ("fun", f_estimate)):
-            self._trace[key].append(value)
+        self._trace.add(self.nit, self._told, f_estimate)
         if bad:
             self._step.discard()  # missing data: the next iteration draws anew
             failure = self._safeguard.missing(bad, len(values))
@@ -425,6 +440,7 @@ class Optimizer:
                 self._step, self._method_options = rebuilt_for_noise(*args)
             self._noise.act(self._returned, self._stopping, self._step)
             self._phase = "iterate"
+            start_phase(self, self._noise.values[0], measured=True)
 
     def _iteration(self, values: list[float], f_estimate: float) -> None:
         """An iteration whose values are all finite: the method's step, unless the iterates
@@ -461,22 +477,13 @@ class Optimizer:
 
     def _restart(self, reason: str, *, diverged: bool) -> None:
         """A restart of the safeguard, or the end of the run when they are spent."""
-        stop: Stop | None = self._safeguard.restart(
-            self._step, reason, diverged=diverged, nit=self.nit, nfev=self._told
-        )
+        stop = self._safeguard.restart(self._step, reason, diverged=diverged, nit=self.nit,
+                                       nfev=self._told, stopping=self._stopping)  # fmt: skip
         if stop is not None:
             self.stop(*stop)
-        else:
-            self._stopping.forget_windows()
 
     def __getstate__(self) -> dict[str, Any]:
-        state = dict(self.__dict__)
-        state["_elapsed"] = self.elapsed
-        del state["xp"], state["_since"], state["_lock"]
-        return state
+        return pickled(self)
 
     def __setstate__(self, state: dict[str, Any]) -> None:
-        self.__dict__.update(state)
-        self.xp = namespace_of(self._step.x)
-        self._since = time.perf_counter()
-        self._lock = threading.RLock()
+        unpickled(self, state)

@@ -4,12 +4,39 @@ from __future__ import annotations
 
 import inspect
 import math
+from array import array
 from collections.abc import Callable
 from typing import Any
 
+import numpy as np
 from scipy.optimize import OptimizeResult
 
-__all__ = ["Progress", "callback_caller"]
+__all__ = ["Progress", "Trace", "callback_caller"]
+
+
+class Trace:
+    """The result's ``trace``: ``nit``, ``nfev`` and ``fun`` (the iteration's f estimate) of
+    each iteration, as compact columns (``columns``, the checkpoint's ``trace``)."""
+
+    def __init__(self, columns: dict[str, Any] | None = None) -> None:
+        columns = columns or {"nit": [], "nfev": [], "fun": []}
+        self.columns = {
+            "nit": array("q", list(columns["nit"])),
+            "nfev": array("q", list(columns["nfev"])),
+            "fun": array("d", list(columns["fun"])),
+        }
+
+    def add(self, nit: int, nfev: int, fun: float) -> None:
+        for key, value in (("nit", nit), ("nfev", nfev), ("fun", fun)):
+            self.columns[key].append(value)
+
+    @property
+    def last_fun(self) -> float:
+        """The latest iteration's f estimate (``nan`` before the first)."""
+        return self.columns["fun"][-1] if self.columns["fun"] else math.nan
+
+    def arrays(self) -> dict[str, np.ndarray]:
+        return {k: np.array(v) for k, v in self.columns.items()}
 
 
 def callback_caller(callback: Any) -> Callable[[Any], bool] | None:

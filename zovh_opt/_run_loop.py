@@ -47,10 +47,10 @@ def run_to_end(
                 if run._pending is None:
                     run._open()
                 evaluate(run._partial, run._point, run._points)
-                was_iteration = run._pending == "iterate"
+                nit = run.nit
                 with deferred_interrupts():
                     run._close(run._partial, 0)
-                if was_iteration:
+                if run.nit > nit:  # an iteration (of the method, or a gradient of the phase)
                     progress.iteration(run)
                     if notify is not None and notify(run) and not run.done:
                         run.stop(CALLBACK, "`callback` raised `StopIteration`.")

@@ -13,19 +13,22 @@ defaults, so checkpoints written before them load and go on as the runs that wro
 from __future__ import annotations
 
 import contextlib
+import threading
+import time
 import warnings
-from array import array
 from collections.abc import Iterator
 from typing import Any
 
 from scipy.optimize import Bounds, OptimizeWarning
 
-from ._backend import ArraySpace
+from ._backend import ArraySpace, namespace_of
 from ._checkpoint import CheckpointError
 from ._driver_options import disp_option
+from ._gradient_phase import GRADIENT, QuasiNewtonPhase, phase_applies
 from ._methods import METHODS
+from ._reporting import Trace
 
-__all__ = ["restore", "restoring", "state_of"]
+__all__ = ["pickled", "restore", "restoring", "state_of", "unpickled"]
 
 
 def state_of(run: Any) -> dict[str, Any]:
@@ -44,14 +47,33 @@ def state_of(run: Any) -> dict[str, Any]:
         "phase": run._phase,
         "pending": run._pending,
         "partial": run._partial,
-        "trace": run._trace,
+        "trace": run._trace.columns,
         "elapsed": run.elapsed,
+        "requested_options": run._requested,
+        "quasi_newton": None if run._quasi_newton is None else run._quasi_newton.state(),
         **run._coordinates.state(),
         **run._stopping.state(),
         **run._safeguard.state(),
         **run._returned.state(),
         **run._noise.state(),
     }
+
+
+def pickled(run: Any) -> dict[str, Any]:
+    """What ``pickle`` keeps of the `zovh_opt.Optimizer` ``run`` (``copy.deepcopy``, workers):
+    its attributes, less the namespace, the clock and the lock, which `unpickled` makes anew."""
+    state = dict(run.__dict__)
+    state["_elapsed"] = run.elapsed
+    del state["xp"], state["_since"], state["_lock"]
+    return state
+
+
+def unpickled(run: Any, state: dict[str, Any]) -> None:
+    """The `pickled` ``state`` into ``run``."""
+    run.__dict__.update(state)
+    run.xp = namespace_of(run._step.x)
+    run._since = time.perf_counter()
+    run._lock = threading.RLock()
 
 
 def restore(cls: type, state: dict[str, Any]) -> Any:
@@ -79,23 +101,25 @@ def restore(cls: type, state: dict[str, Any]) -> Any:
         noise = run._noise
         run._returned.become_noisy(noise.evaluations, noise.start, noise.values)
     run._returned.load_state(state, vector)
+    # the method's options as given (older checkpoints: as resolved)
+    run._requested = state.get("requested_options", run._requested)
+    run._phase_planned = phase_applies(run) and "quasi_newton" in state
+    phase = state.get("quasi_newton")
+    run._quasi_newton = None if phase is None else QuasiNewtonPhase.from_state(phase, x0)
     run.nit, run._told = int(state["nit"]), int(state["told"])
     run.status, run.message = int(state["status"]), str(state["message"])
-    if state["phase"] not in ("measure", "iterate", "final", "done"):
+    if state["phase"] not in ("measure", GRADIENT, "iterate", "final", "done"):
         raise ValueError(f"unknown phase {state['phase']!r}")
-    if state["pending"] not in (None, "measure", "iterate", "final"):
+    if state["pending"] not in (None, "measure", GRADIENT, "iterate", "final"):
         raise ValueError(f"unknown pending phase {state['pending']!r}")
     run._phase, run._pending = state["phase"], state["pending"]
     run._partial = [None if v is None else float(v) for v in state["partial"]]
+    running = run._quasi_newton is not None and not run._quasi_newton.done
     if (run._pending is None) != (not run._partial) or (
         run._pending == "iterate" and not run._step.asked
-    ):
+    ) or ((run._phase == GRADIENT) != running):
         raise ValueError("the pending ask and its values disagree")
-    run._trace = {
-        "nit": array("q", state["trace"]["nit"].tolist()),
-        "nfev": array("q", state["trace"]["nfev"].tolist()),
-        "fun": array("d", state["trace"]["fun"].tolist()),
-    }
+    run._trace = Trace({k: v.tolist() for k, v in state["trace"].items()})
     run._elapsed = float(state["elapsed"])
     return run
 

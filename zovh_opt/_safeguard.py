@@ -114,10 +114,10 @@ class Safeguard:
             self.anchor = (f_estimate, x)
 
     def restart(
-        self, method: Any, reason: str, *, diverged: bool, nit: int, nfev: int
+        self, method: Any, reason: str, *, diverged: bool, nit: int, nfev: int, stopping: Any
     ) -> Stop | None:
-        """Start again with shorter steps (module docstring); the `Stop` of a failure after
-        ``max_restarts`` restarts, else ``None``."""
+        """Start again with shorter steps (module docstring), the ``stopping`` rules' windows
+        forgotten; the `Stop` of a failure after ``max_restarts`` restarts, else ``None``."""
         cause = "divergence" if diverged else "non-finite values"
         unusable = sum(r["cause"] == "non-finite values" for r in self.restarts)
         if not diverged and unusable >= self.max_restarts:
@@ -134,6 +134,7 @@ class Safeguard:
             method.shorten(BACKOFF)
             rate = method.learning_rate
         self._record(nit, nfev, reason, cause, rate)
+        stopping.forget_windows()
         return None
 
     def rescale(self, method: Any, *, nit: int, nfev: int) -> bool:

@@ -178,11 +178,9 @@ class StoppingRules:
         given), then ``flat_iterations``, then ``ftol`` (`STALLED`), then ``xtol`` (the step
         length against ``xtol`` times ``length_scale``)."""
         opts = self.options
-        target = opts["ftarget"]
-        if target is not None:
-            reached = f_estimate if lowest is None else lowest
-            if reached <= target:
-                return Stop(FTARGET, f"ftarget reached: f = {reached:.6g} <= {target:.6g}.")
+        reached = self.target_reached(f_estimate if lowest is None else lowest)
+        if reached is not None:
+            return reached
         plateau = self._plateau(values)
         if plateau is not None:
             return plateau
@@ -199,6 +197,14 @@ class StoppingRules:
         if opts["xtol"] is not None and step_length <= opts["xtol"] * length_scale:
             return Stop(SUCCESS, "The steps became shorter than xtol times the length scale of x0.")
         return None
+
+    def target_reached(self, value: float | None) -> Stop | None:
+        """The stop of ``ftarget`` where ``value`` (the lowest value evaluated, or an f
+        estimate) is at most the target."""
+        target = self.options["ftarget"]
+        if target is None or value is None or not value <= target:
+            return None
+        return Stop(FTARGET, f"ftarget reached: f = {value:.6g} <= {target:.6g}.")
 
     def _plateau(self, values: Any) -> Stop | None:
         """The stop of ``flat_iterations`` flat iterations in a row, else ``None``."""

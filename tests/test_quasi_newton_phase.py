@@ -1,0 +1,251 @@
+"""Issues #29 and #31: the finite-difference quasi-Newton phase before the method
+(`zovh_opt._gradient_phase`): its gradients, its steps, where it runs, how it ends and hands
+over, and its checkpoints."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+import zovh_opt
+from zovh_opt._gradient_phase import BLOCK, MIN_GRADIENTS, QuasiNewtonPhase
+
+
+def rotated_quadratic(d: int, condition: float, seed: int = 0):
+    rng = np.random.default_rng(seed)
+    q, _ = np.linalg.qr(rng.standard_normal((d, d)))
+    H = (q * np.logspace(0, math.log10(condition), d)) @ q.T
+    b = rng.standard_normal(d)
+    x_opt = np.linalg.solve(H, b)
+    f_opt = -0.5 * b @ x_opt
+    return (lambda x: 0.5 * x @ H @ x - b @ x), H, b, x_opt, f_opt
+
+
+def points(phase: QuasiNewtonPhase) -> np.ndarray:
+    return np.stack([np.asarray(phase.point(i)) for i in range(phase.size())])
+
+
+def drive(phase: QuasiNewtonPhase, f, asks: int):
+    """Answer ``asks`` of the phase's asks with ``f``; the points it asked."""
+    asked = []
+    for _ in range(asks):
+        if phase.done:
+            break
+        asked.append(points(phase))
+        phase.tell([float(f(p)) for p in asked[-1]])
+    return asked
+
+
+def test_a_gradient_is_forward_differences_in_asks_of_at_most_a_block():
+    d = 150
+    f, H, b, _, _ = rotated_quadratic(d, 100.0)
+    x0 = np.linspace(-1, 2, d)
+    phase = QuasiNewtonPhase(x0, float(np.linalg.norm(x0)), None, recheck=True)
+    sizes = []
+    while not phase.searching:
+        sizes.append(phase.size())
+        asked = points(phase)
+        moved = asked - x0[None, :] if phase.measured == 0 else asked - x0
+        start = phase.measured
+        offset = int(sizes[-1] == BLOCK and start == 0)  # the centre comes first
+        assert not np.any(moved[:offset])
+        for r, row in enumerate(moved[offset:]):  # one coordinate each, in order
+            assert np.flatnonzero(row).tolist() == [start + r]
+        phase.tell([float(f(p)) for p in asked])
+    assert sizes == [BLOCK, BLOCK, d + 1 - 2 * BLOCK]  # the centre first, then d coordinates
+    gradient = H @ x0 - b
+    h = math.sqrt(np.finfo(float).eps) * np.maximum(np.abs(x0), np.linalg.norm(x0) / math.sqrt(d))
+    error = np.abs(np.asarray(phase.g) * phase.f_unit - gradient)
+    rounding = 4 * np.finfo(float).eps * abs(f(x0)) / h  # two values' rounding, and h's
+    assert np.all(error <= 0.5 * np.diag(H) * h * 1.01 + rounding)  # and the difference's bias
+    assert np.median(error / np.abs(gradient)) < 1e-6
+    assert phase.nfev == d + 1
+
+
+def test_the_first_step_is_a_tenth_of_l_along_minus_the_gradient_then_bfgs_steps():
+    d = 20
+    f, H, b, x_opt, f_opt = rotated_quadratic(d, 10.0)
+    x0 = np.ones(d)
+    phase = QuasiNewtonPhase(x0, float(np.linalg.norm(x0)), float(f(x0)), recheck=False)
+    drive(phase, f, 1)
+    assert phase.searching and phase.size() == 1
+    trial = points(phase)[0]
+    g = H @ x0 - b
+    assert np.linalg.norm(trial - x0) == pytest.approx(0.1 * np.linalg.norm(x0), rel=1e-12)
+    cosine = (x0 - trial) @ g / (np.linalg.norm(x0 - trial) * np.linalg.norm(g))
+    assert cosine > 1 - 1e-6
+    drive(phase, f, 400)
+    assert phase.ended == "ftol" and phase.steps < 40  # L-BFGS on condition 10
+    # ftol is relative to |f|: the gap is of its order, x's error of its square root
+    assert f(np.asarray(phase.x)) - f_opt <= 1e-7 * (f(x0) - f_opt)
+
+
+def test_a_value_that_does_not_repeat_ends_the_phase_as_noise():
+    d = 10
+    calls = []
+
+    def f(x):
+        calls.append(1)
+        return float(x @ x) + (1e-9 * (-1) ** len(calls) if len(calls) > d + 3 else 0.0)
+
+    x0 = np.ones(d)
+    phase = QuasiNewtonPhase(x0, float(np.linalg.norm(x0)), float(x0 @ x0), recheck=True)
+    drive(phase, f, 100)
+    assert phase.ended == "noise" and phase.noisy
+    without = QuasiNewtonPhase(x0, float(np.linalg.norm(x0)), float(x0 @ x0), recheck=False)
+    drive(without, lambda x: float(x @ x), 3)
+    assert not without.done  # no recheck: a gradient of d points, then a trial
+
+
+def test_non_finite_values_in_a_gradient_end_the_phase_and_a_trial_backtracks():
+    d = 5
+    x0 = np.ones(d)
+    phase = QuasiNewtonPhase(x0, float(np.linalg.norm(x0)), 5.0, recheck=False)
+    drive(phase, lambda x: float(x @ x), 1)
+    first = phase.alpha
+    phase.tell([math.inf])  # the trial failed: a shorter one
+    assert phase.searching and phase.alpha == pytest.approx(0.5 * first)
+    broken = QuasiNewtonPhase(x0, float(np.linalg.norm(x0)), 5.0, recheck=False)
+    broken.tell([1.0, math.nan, 2.0, 3.0, 4.0])
+    assert broken.ended == "non-finite values"
+
+
+@pytest.mark.parametrize("noisy", ["auto", False])
+def test_the_default_solves_a_rotated_quadratic_with_the_phase_then_hands_over(noisy):
+    d = 40
+    f, _, _, _, f_opt = rotated_quadratic(d, 100.0, seed=1)
+    x0 = np.full(d, 2.0)
+    res = zovh_opt.minimize(f, x0, rng=0, options={"maxfev": 100 * d, "noisy": noisy})
+    phase = res.quasi_newton
+    assert phase["ended"] in ("ftol", "line search") and phase["nit"] >= 10
+    assert res.fun - f_opt <= 1e-9 * (f(x0) - f_opt)
+    off = zovh_opt.minimize(f, x0, rng=0, options={"maxfev": 100 * d, "quasi_newton": False})
+    assert "quasi_newton" not in off
+    assert res.fun - f_opt < 1e-3 * (off.fun - f_opt)  # the method alone, same budget
+    assert res.nfev <= 100 * d and res.nit >= phase["nit"]
+
+
+@pytest.mark.parametrize(
+    "options, bounds",
+    [
+        ({"curvature": "off"}, None),
+        ({"learning_rate": 1e-3}, None),
+        ({"noisy": True}, None),
+        ({"quasi_newton": False}, None),
+        ({"maxfev": MIN_GRADIENTS * 11}, None),  # too short for three gradients
+        ({"maxiter": 2}, None),  # two iterations of the method: likewise
+        ({}, [(-5, 5)] * 10),
+    ],
+)
+def test_where_the_phase_does_not_run(options, bounds):
+    f = lambda x: float(np.sum((x - 0.5) ** 2))  # noqa: E731
+    options = {"maxfev": 400, **options}
+    res = zovh_opt.minimize(f, np.ones(10), rng=0, bounds=bounds, options=options)
+    assert "quasi_newton" not in res
+    method = zovh_opt.minimize(f, np.ones(10), rng=0, options={"maxfev": 400})
+    assert method.quasi_newton["nfev"] > 0
+
+
+def test_the_option_is_auto_or_false():
+    with pytest.raises(ValueError, match="quasi_newton must be 'auto' or False"):
+        zovh_opt.minimize(lambda x: float(x @ x), np.ones(3), options={"quasi_newton": True})
+
+
+def test_noise_found_by_the_phase_makes_the_run_noisy():
+    """Outliers that x0's two values missed: the phase's recheck finds them, the method runs
+    with more pairs and the answer is an estimated mean (`zovh_opt._noise`)."""
+    rng = np.random.default_rng(0)
+    calls = []
+
+    def f(x):
+        calls.append(1)
+        outlier = 100.0 * rng.standard_normal() if len(calls) > 2 and rng.random() < 0.2 else 0
+        return float(x @ x) + outlier
+
+    res = zovh_opt.minimize(f, np.ones(20), rng=0, options={"maxfev": 4000})
+    assert res.quasi_newton["ended"] == "noise"
+    assert "Noise detected" in res.message and res.fun_std_error > 0
+
+
+def test_scaling_f_by_a_power_of_two_changes_nothing():
+    f, _, _, _, _ = rotated_quadratic(12, 100.0, seed=2)
+    x0 = np.linspace(1, 2, 12)
+    a = zovh_opt.minimize(f, x0, rng=3, options={"maxfev": 1500})
+    b = zovh_opt.minimize(lambda x: 8.0 * f(x), x0, rng=3, options={"maxfev": 1500})
+    assert a.quasi_newton == b.quasi_newton
+    assert np.array_equal(a.x, b.x) and b.fun == 8.0 * a.fun
+
+
+def test_ftarget_ends_the_run_within_the_phase():
+    f = lambda x: float(x @ x)  # noqa: E731
+    res = zovh_opt.minimize(f, np.ones(30), rng=0, options={"ftarget": 1e-3})
+    assert res.status == 4 and res.fun <= 1e-3
+    assert res.quasi_newton["ended"] is None  # the phase was still running
+
+
+def test_ask_and_tell_run_the_phase_as_minimize_does():
+    _, H, b, _, _ = rotated_quadratic(15, 100.0, seed=3)
+
+    def f(x):  # exact sums: the same value for a row of `ask`'s array and for a copy of it
+        x = [float(v) for v in x]
+        terms = [0.5 * H[i, j] * x[i] * x[j] for i in range(15) for j in range(15)]
+        return math.fsum(terms + [-b[i] * x[i] for i in range(15)])
+
+    x0 = np.ones(15)
+    options = {"maxfev": 900}
+    res = zovh_opt.minimize(f, x0, rng=5, options=options)
+    opt = zovh_opt.Optimizer(x0, rng=5, options=options)
+    while not opt.done:
+        opt.tell([f(p) for p in opt.ask()])
+    mine = opt.result()
+    assert np.array_equal(mine.x, res.x) and mine.nfev == res.nfev
+    assert mine.quasi_newton == res.quasi_newton
+
+
+@pytest.mark.parametrize("stop_at", [3, 5, 12, 40])  # in a gradient, in a line search, after
+def test_a_checkpoint_in_the_phase_continues_bit_for_bit(stop_at, tmp_path):
+    f, _, _, _, _ = rotated_quadratic(70, 100.0, seed=4)
+    x0 = np.ones(70)
+    options = {"maxfev": 2500}
+    whole = zovh_opt.Optimizer(x0, rng=7, options=options)
+    while not whole.done:
+        whole.tell([f(p) for p in whole.ask()])
+    opt = zovh_opt.Optimizer(x0, rng=7, options=options)
+    for _ in range(stop_at):
+        opt.tell([f(p) for p in opt.ask()])
+    pending = opt.ask()
+    opt.save(tmp_path / "run.npz")
+    loaded = zovh_opt.Optimizer.load(tmp_path / "run.npz")
+    assert np.array_equal(np.asarray(loaded.pending), np.asarray(pending))
+    loaded.tell([f(p) for p in np.asarray(loaded.pending)])
+    while not loaded.done:
+        loaded.tell([f(p) for p in loaded.ask()])
+    a, b = whole.result(), loaded.result()
+    assert np.array_equal(a.x, b.x) and a.nfev == b.nfev and a.quasi_newton == b.quasi_newton
+
+
+def test_the_phase_keeps_the_dtype_and_namespace(backend):
+    xp = backend.xp
+    x0 = backend.asarray(np.ones(12), dtype=np.float32)
+    res = zovh_opt.minimize(lambda x: float(xp.sum((x - 0.25) ** 2)), x0, rng=0,
+                            options={"maxfev": 600})
+    assert res.x.dtype == x0.dtype and res.quasi_newton["nfev"] > 0
+    short = zovh_opt.minimize(lambda x: float(xp.sum((x - 0.25) ** 2)), x0, rng=0,
+                              options={"maxfev": 60})  # ends in the phase: its gradient
+    assert short.quasi_newton["ended"] is None and "hess_inv" not in short
+    jac = backend.to_numpy(short.jac)
+    assert type(short.jac) is type(x0) and short.jac.dtype == x0.dtype
+    np.testing.assert_allclose(jac, 2 * (backend.to_numpy(short.x) - 0.25), atol=2e-3)
+    assert type(res.x) is type(x0) and res.fun < 1e-6
+
+
+def test_the_callback_sees_each_gradient_of_the_phase():
+    seen = []
+    res = zovh_opt.minimize(lambda x: float(x @ x), np.ones(8), rng=0,
+                            callback=lambda intermediate_result: seen.append(intermediate_result),
+                            options={"maxfev": 400})
+    assert len(seen) == res.nit and seen[0].nit == 1
+    assert seen[0].nfev == 2 + 9  # x0 twice, then the centre again and 8 coordinates
+    assert seen[1].fun < seen[0].fun

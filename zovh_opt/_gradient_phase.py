@@ -1,0 +1,413 @@
+"""A finite-difference quasi-Newton phase before the method's iterations (``quasi_newton``).
+
+On a smooth deterministic objective a forward difference gives one directional derivative
+per evaluation and a pair of random points one per two, and a quasi-Newton method along full
+gradients converges at a rate near conjugate gradients' where random directions need of the
+order of ``d / P`` times more iterations (docs, *Theory*, *The quasi-Newton phase*). So where
+the objective is deterministic, a ``"zovh"`` run starts with:
+
+- **gradients** by forward differences, ``d`` evaluations each in asks of at most `BLOCK`
+  points, along the coordinates with steps ``sqrt(eps) max(|x_i|, l / sqrt(d))`` (``l`` the
+  run's length scale, so that ``x -> a x`` scales the steps with it); the first point of each
+  gradient's first ask is the centre again, whose value must repeat (within `REPEAT` eps of
+  it: noise that the two values at ``x0`` missed ends the phase);
+- **steps** of limited-memory BFGS (Nocedal, *Updating quasi-Newton matrices with limited
+  storage*, Math. Comp. 35, 1980: the two-loop recursion over the last `MEMORY` pairs
+  ``s = x' - x``, ``y = g' - g`` with ``s'y > 0``, ``H0 = s'y / y'y``), the first one
+  ``FIRST_STEP l`` long, judged by Armijo's condition on function values alone: a rejected
+  trial costs one evaluation (SciPy's L-BFGS-B with finite differences pays a gradient,
+  ``d + 1``, for each point of its line search), and is shortened by the minimiser of the
+  quadratic through ``f(x)``, the slope and the trial's value, within ``[0.1, 0.5]``.
+
+The phase ends when a line search fails (`BACKTRACKS` trials), when an accepted step
+decreases ``f`` by at most `FTOL` relative (L-BFGS-B's ``factr`` times ``eps``), after
+`MAX_STEPS` steps, when the centre's value does not repeat (noise) or a gradient has
+non-finite values; the run's method then starts from the phase's point with the budget that
+is left (`zovh_opt.Optimizer`), resolving its ``"auto"`` options for that budget. Where the
+phase found noise and both values at its point are above ``f(x0)`` (a step accepted on an
+outlier), the method starts at ``x0``, with the pairs of a noisy run.
+The phase keeps no curvature for the method: its secant pairs describe the path, not the
+model the method learns from its own pairs.
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+from typing import Any
+
+from ._backend import ArraySpace, norm
+from ._methods import build
+
+__all__ = ["GRADIENT", "QuasiNewtonPhase", "hand_off", "phase_applies", "start_phase"]
+
+GRADIENT = "gradient"  # the driver's phase while the quasi-Newton phase runs
+
+MEMORY = 10  # secant pairs kept (L-BFGS-B's default m)
+BLOCK = 64  # points of one gradient ask at most: the asks' memory is BLOCK d floats
+FIRST_STEP = 0.1  # the first trial step's length over the length scale l
+ARMIJO = 1e-4  # sufficient decrease: f(x + a p) <= f(x) + ARMIJO a g'p
+BACKTRACKS = 30  # trials of one line search before the phase ends
+FTOL = 1e7 * sys.float_info.epsilon  # L-BFGS-B's factr * eps (float64): 2.2e-9
+# a value measured again "repeats" within this many eps of it: a deterministic f whose sums
+# run in another order for another memory alignment (BLAS, batched rows) differs in the last
+# bits, which shift a forward difference by about REPEAT eps |f| / h, far below its own error
+REPEAT = 64
+MIN_GRADIENTS = 3  # the phase runs where maxfev pays for this many gradients at least
+MAX_STEPS = 100  # and ends after this many steps: an objective not solved by then is one
+# whose conditioning the method's curvature model learns better than MEMORY secant pairs
+
+
+class QuasiNewtonPhase:
+    """The phase's state and its asks (module docstring).
+
+    Parameters
+    ----------
+    x0 : array
+        The start, in the run's compute namespace and coordinates (copied).
+    length : float
+        The run's length scale ``l``.
+    value : float or None
+        ``f(x0)`` where it was measured (``None``: the first ask measures it).
+    recheck : bool
+        Whether each gradient measures its centre again (noise not ruled out).
+    """
+
+    def __init__(self, x0: Any, length: float, value: float | None, recheck: bool) -> None:
+        self.space = ArraySpace(x0)
+        self.xp = self.space.xp
+        self.x = self.space.copy_in(x0)
+        self.length = float(length)
+        self.f_unit = 1.0  # a power of two near |f(x0)|: f / f_unit is exact and near 1
+        self.fx = math.nan
+        if value is not None:
+            self.fx = self._in_unit([float(value)])[0]
+        self.start, self.f_start = self.x, self.fx  # x0 and f(x0)
+        self.recheck = bool(recheck)
+        self.eps = float(self.xp.finfo(self.space.dtype).eps)
+        self.g = self.space.zeros((self.space.dim,))
+        self.pairs: list[tuple[Any, Any, float]] = []  # (s, y, 1 / s'y), oldest first
+        self.searching = False  # False: measuring a gradient; True: a line search
+        self.measured = 0  # coordinates of the gradient measured so far
+        self.steps = 0  # accepted steps
+        self.p = None  # the search direction
+        self.slope = math.nan  # g'p
+        self.alpha = math.nan  # the trial's step factor
+        self.trials = 0  # of this line search
+        self.previous: tuple[Any, Any] | None = None  # x and g before the accepted step
+        self.ended: str | None = None  # why the phase ended
+        self.noisy = False
+        self.nfev = 0  # evaluations of the phase
+        self.jac = None  # the last complete gradient
+
+    @property
+    def f_value(self) -> float:
+        """``f`` at the phase's iterate, in the user's unit."""
+        return self.fx * self.f_unit
+
+    @property
+    def done(self) -> bool:
+        return self.ended is not None
+
+    @property
+    def dim(self) -> int:
+        return self.space.dim
+
+    def _with_centre(self) -> bool:
+        """Whether the pending ask starts with the centre (a gradient's first ask, when
+        ``f(x)`` is unknown or rechecked)."""
+        return not self.searching and self.measured == 0 and (
+            self.recheck or math.isnan(self.fx)
+        )
+
+    def size(self) -> int:
+        """The points of the next ask."""
+        if self.searching:
+            return 1
+        return min(BLOCK - int(self._with_centre()), self.dim - self.measured) + int(
+            self._with_centre()
+        )
+
+    def _in_unit(self, values: list[float]) -> list[float]:
+        """``values`` over the phase's unit of ``f``, fixed by the first finite nonzero one (so
+        that ``f -> 2^k f`` changes no step, whatever ``k``: ``y'y`` would overflow)."""
+        if math.isnan(self.fx) and self.f_unit == 1.0:
+            for v in values:
+                if math.isfinite(v) and v != 0:
+                    self.f_unit = math.ldexp(1.0, math.frexp(abs(v))[1])
+                    break
+        return [v / self.f_unit for v in values]
+
+    def _steps(self, start: int, stop: int) -> Any:
+        """The difference steps of coordinates ``start:stop``, made exact in ``x``'s
+        precision (``(x + h) - x``)."""
+        xp, x = self.xp, self.x[start:stop]
+        floor = self.length / math.sqrt(self.dim)
+        h = math.sqrt(self.eps) * xp.maximum(xp.abs(x), xp.full_like(x, floor))
+        return (x + h) - x
+
+    def point(self, i: int) -> Any:
+        """Point ``i`` of the pending ask, a new ``(d,)`` array in the caller's namespace:
+        ``x + alpha p`` in a line search, else the centre (first, where it is measured) or
+        ``x + h_j e_j`` for the next coordinates ``j``."""
+        if self.searching:
+            return self.space.to_user(self.x + self.alpha * self.p)
+        row = self.xp.asarray(self.x, copy=True)
+        j = self.measured + i - int(self._with_centre())
+        if j >= self.measured:
+            row[j : j + 1] = self.x[j : j + 1] + self._steps(j, j + 1)
+        return self.space.to_user(row)
+
+    def tell(self, values: list[float]) -> bool:
+        """Take the pending ask's values (host floats, in order); True when a gradient was
+        completed (an iteration of the run)."""
+        self.nfev += len(values)
+        values = self._in_unit(values)
+        if self.searching:
+            self._judge(values[0])
+            return False
+        if self._with_centre():
+            value, values = values[0], values[1:]
+            if math.isnan(self.fx):
+                self.fx = self.f_start = value
+            elif not abs(value - self.fx) <= REPEAT * self.eps * abs(self.fx):
+                self.noisy, self.ended = True, "noise"
+                if self.previous is not None and max(value, self.fx) >= self.f_start:
+                    self.x = self.start  # both values here above x0's: no confirmed progress
+                return False
+        if not (math.isfinite(self.fx) and all(math.isfinite(v) for v in values)):
+            self.ended = "non-finite values"
+            return False
+        start, n = self.measured, len(values)
+        differences = self.space.from_host([v - self.fx for v in values])
+        self.g[start : start + n] = differences / self._steps(start, start + n)
+        self.measured += n
+        if self.measured < self.dim:
+            return False
+        self.measured = 0
+        self.jac = self.g
+        self._direction()
+        return True
+
+    def _direction(self) -> None:
+        """With a gradient complete: the secant pair of the last step, the L-BFGS direction,
+        and the line search's first trial."""
+        xp = self.xp
+        if self.previous is not None:
+            s, y = self.x - self.previous[0], self.g - self.previous[1]
+            sy, yy = float(xp.sum(s * y)), float(xp.sum(y * y))
+            if sy > 1e-10 * yy and math.isfinite(sy):
+                self.pairs = [*self.pairs[-(MEMORY - 1) :], (s, y, 1.0 / sy)]
+        q = xp.asarray(self.g, copy=True)
+        alphas = []
+        for s, y, rho in reversed(self.pairs):
+            a = rho * float(xp.sum(s * q))
+            alphas.append(a)
+            q -= a * y
+        if self.pairs:
+            s, y, rho = self.pairs[-1]
+            q *= 1.0 / (rho * float(xp.sum(y * y)))
+        for (s, y, rho), a in zip(self.pairs, reversed(alphas), strict=True):
+            q += (a - rho * float(xp.sum(y * q))) * s
+        self.p = -q
+        self.slope = float(xp.sum(self.g * self.p))
+        if not self.slope < 0:  # not a descent direction: the gradient's
+            self.pairs, self.p = [], -self.g
+            self.slope = -float(xp.sum(self.g * self.g))
+        if not self.slope < 0:
+            self.ended = "zero gradient"
+            return
+        length = norm(self.p, xp)
+        self.alpha = 1.0 if self.pairs else FIRST_STEP * self.length / length
+        self.searching, self.trials = True, 0
+
+    def _judge(self, value: float) -> None:
+        """The line search's trial ``x + alpha p`` has ``value``."""
+        self.trials += 1
+        if math.isfinite(value) and value <= self.fx + ARMIJO * self.alpha * self.slope:
+            self.previous = (self.x, self.g)
+            self.x = self.x + self.alpha * self.p
+            self.g = self.space.zeros((self.dim,))
+            decrease = (self.fx - value) / max(abs(self.fx), abs(value), 1e-300)
+            self.fx, self.searching = value, False
+            self.steps += 1
+            if decrease <= FTOL:
+                self.ended = "ftol"
+            elif self.steps >= MAX_STEPS:
+                self.ended = "steps"
+            return
+        if self.trials >= BACKTRACKS:
+            self.ended = "line search"
+            return
+        curvature = value - self.fx - self.alpha * self.slope  # nan or inf: halve the step
+        shrink = -self.slope * self.alpha / (2 * curvature) if 0 < curvature < math.inf else 0.5
+        self.alpha *= min(0.5, max(0.1, shrink))
+
+    def release(self) -> None:
+        """After the phase: its vectors go (the counts stay for the result)."""
+        self.g, self.p, self.previous, self.pairs, self.start = None, None, None, [], None
+
+    def estimates(self) -> dict[str, Any]:
+        """``jac``: the phase's last gradient (the result's, until the method has its own)."""
+        if self.jac is None:
+            return {}
+        return {"jac": self.space.to_user(self.jac * self.f_unit)}
+
+    # checkpoints --------------------------------------------------------------------------
+
+    def state(self) -> dict[str, Any]:
+        pairs = self.pairs
+        return {
+            "x": self.x,
+            "fx": self.fx,
+            "f_unit": self.f_unit,
+            "start": self.start,
+            "f_start": self.f_start,
+            "length": self.length,
+            "recheck": self.recheck,
+            "g": self.g,
+            "jac": self.jac,
+            "pairs_s": None if not pairs else self.xp.stack([s for s, _, _ in pairs]),
+            "pairs_y": None if not pairs else self.xp.stack([y for _, y, _ in pairs]),
+            "pairs_rho": [rho for _, _, rho in pairs],
+            "searching": self.searching,
+            "measured": self.measured,
+            "steps": self.steps,
+            "p": self.p,
+            "slope": self.slope,
+            "alpha": self.alpha,
+            "trials": self.trials,
+            "previous_x": None if self.previous is None else self.previous[0],
+            "previous_g": None if self.previous is None else self.previous[1],
+            "ended": self.ended,
+            "noisy": self.noisy,
+            "nfev": self.nfev,
+        }
+
+    @classmethod
+    def from_state(cls, state: dict[str, Any], like: Any) -> QuasiNewtonPhase:
+        """The phase of `state`; ``like`` is an array of the run (its namespace, device and
+        dtype), ``state``'s arrays NumPy."""
+        space = ArraySpace(like)
+
+        def vector(a: Any) -> Any:
+            if a is None:
+                return None
+            if a.shape[-1] != space.dim:
+                raise ValueError(f"expected vectors of length {space.dim}, got {a.shape}")
+            return space.from_numpy(a)
+
+        phase = cls(vector(state["x"]), float(state["length"]), None, bool(state["recheck"]))
+        phase.fx, phase.f_unit = float(state["fx"]), float(state["f_unit"])
+        phase.start, phase.f_start = vector(state["start"]), float(state["f_start"])
+        phase.g, phase.jac = vector(state["g"]), vector(state["jac"])
+        s, y = vector(state["pairs_s"]), vector(state["pairs_y"])
+        rho = [float(r) for r in state["pairs_rho"]]
+        phase.pairs = [] if s is None else [(s[i, ...], y[i, ...], r) for i, r in enumerate(rho)]
+        phase.searching = bool(state["searching"])
+        phase.measured, phase.steps = int(state["measured"]), int(state["steps"])
+        phase.p = vector(state["p"])
+        phase.slope, phase.alpha = float(state["slope"]), float(state["alpha"])
+        phase.trials = int(state["trials"])
+        if state["previous_x"] is not None:
+            phase.previous = (vector(state["previous_x"]), vector(state["previous_g"]))
+        phase.ended = None if state["ended"] is None else str(state["ended"])
+        phase.noisy = bool(state["noisy"])
+        phase.nfev = int(state["nfev"])
+        return phase
+
+
+def phase_applies(run: Any) -> bool:
+    """Whether the `zovh_opt.Optimizer` ``run`` starts with the phase: ``quasi_newton`` is
+    ``"auto"``, the method ``"zovh"`` with the step rule and a curvature model not set
+    ``"off"`` (the paper's iteration runs as published), no bounds, an objective not declared
+    noisy, and a budget (``maxfev``, and ``maxiter`` iterations of the method) paying for
+    `MIN_GRADIENTS` gradients."""
+    dim, budget = run._step.space.dim, run.options["maxfev"]
+    if run.options["maxiter"] is not None:
+        budget = min(budget, run.options["maxiter"] * run._step.points_per_iteration)
+    return (
+        run.options["quasi_newton"] == "auto"
+        and run.method == "zovh"
+        and run._step.control is not None
+        and run._requested.get("curvature", "auto") != "off"
+        and run._coordinates.box is None
+        and run.options["noisy"] is not True
+        and budget >= MIN_GRADIENTS * (dim + 1) + run._returned.reserve + 2
+    )
+
+
+def plan_phase(run: Any) -> None:
+    """Whether the `zovh_opt.Optimizer` ``run`` will start with the phase
+    (``run._phase_planned``, `phase_applies`); with ``noisy=False`` it starts at once (and
+    measures ``f(x0)`` itself), otherwise after the measurement of ``x0``."""
+    run._quasi_newton = None
+    run._phase_planned = phase_applies(run)
+    if run._phase_planned and run._noise.done:
+        start_phase(run, None)
+
+
+def iterate(run: Any) -> Any:
+    """The iterate of ``run`` in its coordinates: the phase's while it runs, else the
+    method's."""
+    phase = run._quasi_newton
+    return run._step.x if phase is None or phase.done else phase.x
+
+
+def asked_size(run: Any) -> int:
+    """The points of the next ask of ``run``'s phase, or of its method."""
+    if run._phase == GRADIENT:
+        return run._quasi_newton.size()
+    return run._step.points_per_iteration
+
+
+def start_phase(run: Any, value: float | None, *, measured: bool = False) -> None:
+    """Start the phase at ``x0`` of ``run``, where ``f(x0) = value`` (``None``: not
+    measured); after the measurement of ``x0`` (``measured``), where it was planned and the
+    values there agreed. A non-finite value leaves the run to its method."""
+    if measured and not (run._phase_planned and not run._noise.detected and run.nit == 0):
+        return
+    if value is not None and not math.isfinite(value):
+        return
+    step = run._step
+    recheck = run.options["noisy"] == "auto"
+    run._quasi_newton = QuasiNewtonPhase(step.x, step.scale, value, recheck)
+    run._phase = GRADIENT
+
+
+def hand_off(run: Any, values: list[float]) -> None:
+    """The values of the phase's ask in ``run``: a completed gradient is an iteration (the
+    trace, ``nit``); ``ftarget`` is checked; where the phase has ended, the run's method
+    starts at its point with the budget left (with more pairs where the phase found noise,
+    whose measurement of ``x0`` then follows, `zovh_opt._noise`)."""
+    phase = run._quasi_newton
+    if phase.tell(values):
+        run.nit += 1
+        run._trace.add(run.nit, run._told, phase.f_value)
+    reached = run._stopping.target_reached(run._returned.lowest())
+    if reached is not None:
+        run.stop(*reached)
+        return
+    if not phase.done:
+        return
+    left = run.options["maxfev"] - run._told
+    if phase.noisy:
+        run._noise.found(left, elsewhere=True)
+    run._step, run._method_options = build(
+        run.method, phase.space.to_user(phase.x), rng=run._seeds, scale=None, maxfev=left,
+        options=run._requested, noisy=phase.noisy, first_step=run._coordinates.first_step,
+    )  # fmt: skip
+    phase.release()
+    run._phase = "iterate" if run._noise.done else "measure"
+
+
+def phase_fields(run: Any) -> dict[str, Any]:
+    """The result's ``quasi_newton`` (steps, evaluations and why the phase ended) where the
+    run had the phase, and ``jac`` and ``hess_inv`` in the user's units: the method's, or
+    the phase's gradient before the method has iterated."""
+    phase, method = run._quasi_newton, run._step
+    source = method.estimates if phase is None or method.nit else phase.estimates
+    fields = run._coordinates.estimates(source)
+    if phase is not None:
+        fields["quasi_newton"] = {"nit": phase.steps, "nfev": phase.nfev, "ended": phase.ended}
+    return fields
