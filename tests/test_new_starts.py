@@ -19,14 +19,15 @@ def rastrigin(x):
 
 
 def test_restarts_spend_the_budget_and_return_the_best_run():
-    # runs of the method alone (new starts run without the quasi-Newton phase)
-    x0, options = np.full(5, 3.0), {"maxfev": 10_000, "quasi_newton": False}
+    # runs of the method alone (new starts run without the quasi-Newton phase); with 10 000
+    # evaluations, 3 new starts on the H200 machine's NumPy 2.5 found no better minimum
+    x0, options = np.full(5, 3.0), {"maxfev": 20_000, "quasi_newton": False}
     single = zovh_opt.minimize(rastrigin, x0, rng=0, options=options)
     assert single.nfev < 5_000  # a local method: it stops where it converged
     res = zovh_opt.minimize(rastrigin, x0, rng=0, options={**options, "new_starts": 9})
     runs = res.runs
     assert runs[0]["fun"] == single.fun and runs[0]["nfev"] == single.nfev
-    assert len(runs) >= 2 and res.nfev == sum(r["nfev"] for r in runs) <= 10_000
+    assert len(runs) >= 2 and res.nfev == sum(r["nfev"] for r in runs) <= 20_000
     assert res.nit == sum(r["nit"] for r in runs)
     assert res.fun == min(r["fun"] for r in runs) and res.fun < single.fun
     assert res.message.startswith(f"best of {len(runs)} runs (run {res.best_run})")

@@ -9,8 +9,8 @@ the objective is deterministic, a ``"zovh"`` run starts with:
 - **gradients** by forward differences, ``d`` evaluations each in asks of at most `BLOCK`
   points, along the coordinates with steps ``sqrt(eps) max(|x_i|, l / sqrt(d))`` (``l`` the
   run's length scale, so that ``x -> a x`` scales the steps with it); the first point of each
-  gradient's first ask is the centre again, whose value must repeat (within `REPEAT` eps of
-  it: noise that the two values at ``x0`` missed ends the phase);
+  gradient's first ask is the centre again, whose value must repeat (`zovh_opt._noise.repeats`:
+  noise that the two values at ``x0`` missed ends the phase);
 - **steps** of limited-memory BFGS (Nocedal, *Updating quasi-Newton matrices with limited
   storage*, Math. Comp. 35, 1980: the two-loop recursion over the last `MEMORY` pairs
   ``s = x' - x``, ``y = g' - g`` with ``s'y > 0``, ``H0 = s'y / y'y``), the first one
@@ -38,6 +38,7 @@ from typing import Any
 
 from ._backend import ArraySpace, norm
 from ._methods import build
+from ._noise import repeats
 
 __all__ = ["GRADIENT", "QuasiNewtonPhase", "hand_off", "phase_applies", "start_phase"]
 
@@ -49,10 +50,6 @@ FIRST_STEP = 0.1  # the first trial step's length over the length scale l
 ARMIJO = 1e-4  # sufficient decrease: f(x + a p) <= f(x) + ARMIJO a g'p
 BACKTRACKS = 30  # trials of one line search before the phase ends
 FTOL = 1e7 * sys.float_info.epsilon  # L-BFGS-B's factr * eps (float64): 2.2e-9
-# a value measured again "repeats" within this many eps of it: a deterministic f whose sums
-# run in another order for another memory alignment (BLAS, batched rows) differs in the last
-# bits, which shift a forward difference by about REPEAT eps |f| / h, far below its own error
-REPEAT = 64
 MIN_GRADIENTS = 3  # the phase runs where maxfev pays for this many gradients at least
 MAX_STEPS = 100  # and ends after this many steps: an objective not solved by then is one
 # whose conditioning the method's curvature model learns better than MEMORY secant pairs
@@ -170,7 +167,7 @@ class QuasiNewtonPhase:
             value, values = values[0], values[1:]
             if math.isnan(self.fx):
                 self.fx = self.f_start = value
-            elif not abs(value - self.fx) <= REPEAT * self.eps * abs(self.fx):
+            elif not repeats(value, self.fx, self.eps):  # (shifts a difference by 64 eps f / h)
                 self.noisy, self.ended = True, "noise"
                 if self.previous is not None and max(value, self.fx) >= self.f_start:
                     self.x = self.start  # both values here above x0's: no confirmed progress

@@ -1,11 +1,12 @@
 """Whether the objective is noisy: repeated evaluations at ``x0`` and at the best point.
 
-A deterministic ``fun`` gives the same value at the same point, bit for bit; a noisy one does
-not. So a run evaluates points again:
+A deterministic ``fun`` gives the same value at the same point (to its last bits: `repeats`
+allows `REPEAT` eps, the rounding of sums that run in another order for another memory
+alignment); a noisy one does not. So a run evaluates points again:
 
 - ``noisy="auto"`` (the default, with the step rule): ``x0`` twice before the first iteration,
   and the best point so far once more after iterations 4, 8, 16, ... (noise in a fraction of
-  the calls, outliers, can miss ``x0``'s two values). Equal values (or values that failed)
+  the calls, outliers, can miss ``x0``'s two values). Values that repeat (or values that failed)
   mean a deterministic objective, and the run ends as ``noisy=False`` does. Different values
   mean noise: ``x0`` is measured until it has ``final_evaluations`` values (10 by default,
   fewer where ``maxfev`` cannot pay for them), and the run goes on as with ``noisy=True``;
@@ -28,11 +29,20 @@ from typing import Any
 from ._backend import namespace_of
 from ._returned_point import sample_std
 
-__all__ = ["NoiseMonitor", "PROBE", "measurements"]
+__all__ = ["NoiseMonitor", "PROBE", "measurements", "repeats"]
 
 PROBE = 2  # values at x0 that tell a deterministic objective from a noisy one
 NOISY_EVALUATIONS = 10  # final_evaluations' default once the objective is noisy
 RECHECK_FROM = 4  # the best point is evaluated again after iterations 4, 8, 16, 32, ...
+# a value measured again "repeats" within this many eps (of x's dtype) of it: a deterministic
+# f whose sums run in another order for another memory alignment (BLAS kernels, the rows of a
+# batch, another NumPy build) differs in its last bits, which is not noise that matters
+REPEAT = 64
+
+
+def repeats(value: float, before: float, eps: float) -> bool:
+    """Whether ``value``, measured again, repeats ``before`` (within `REPEAT` ``eps``)."""
+    return abs(value - before) <= REPEAT * eps * abs(before)
 
 
 def measurements(nit: int) -> int:
@@ -60,6 +70,7 @@ class NoiseMonitor:
 
     def __init__(self, mode: Any, adaptive: bool, evaluations: Any, start: Any) -> None:
         self.mode = mode if mode != "auto" or adaptive else False
+        self.eps = float(namespace_of(start).finfo(start.dtype).eps)  # of x, and of f
         self.evaluations = NOISY_EVALUATIONS if evaluations is None else evaluations
         self.values: list[float] = []  # at x0
         self.detected = self.mode is True
@@ -110,12 +121,12 @@ class NoiseMonitor:
         (``3 final_evaluations`` in all) once noise is found."""
         if self.recheck is not None:
             before, self.recheck = self.recheck[0], None
-            if math.isfinite(values[0]) and values[0] != before:
+            if math.isfinite(values[0]) and not repeats(values[0], before, self.eps):
                 self.found(room, elsewhere=True)
             return
         self.values.extend(values)
         finite = [v for v in self.values if math.isfinite(v)]
-        if not self.detected and any(v != finite[0] for v in finite):
+        if not self.detected and any(not repeats(v, finite[0], self.eps) for v in finite):
             self.found(room)
 
     def found(self, room: int, *, elsewhere: bool = False) -> None:
