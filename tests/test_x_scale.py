@@ -173,3 +173,12 @@ def test_a_start_on_a_bound_is_not_given_the_bound_as_its_scale():
     )
     res = zovh_opt.minimize(f, x0, bounds=bounds, rng=2, options={"maxfev": 40_000})
     assert res.success and res.fun - reference.fun <= 1e-10 * (f(x0) - reference.fun)
+
+
+def test_the_paper_iterations_inverse_is_left_out_in_other_units():
+    """A short budget runs the paper's iteration, whose hess_inv is an operator: with x_scale
+    it raised TypeError at the result (it cannot be rescaled without forming it)."""
+    options = {"maxfev": 200, "x_scale": 2.0, "quasi_newton": False}
+    res = zovh_opt.minimize(lambda x: float(x @ x), np.ones(20), rng=0, options=options)
+    assert res.iteration.startswith("Algorithm 1") and "hess_inv" not in res
+    assert res.jac.shape == (20,)
