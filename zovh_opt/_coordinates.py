@@ -45,7 +45,13 @@ def run_unit(scale: float, dtype: str, method_options: dict[str, Any]) -> float:
     limit = 2.0 ** (np.finfo(np.dtype(dtype)).maxexp // 16)
     if 1 / limit <= scale <= limit or not math.isfinite(scale):
         return 1.0
-    return math.ldexp(1.0, math.frexp(scale)[1])
+    return power_of_two_near(scale)
+
+
+def power_of_two_near(value: float) -> float:
+    """The power of two of ``value``'s binary exponent (within a factor 2 of it, ``value >
+    0``): dividing by it is exact."""
+    return math.ldexp(1.0, math.frexp(value)[1])
 
 
 def scale_free(method_options: dict[str, Any]) -> bool:

@@ -37,10 +37,21 @@ import sys
 from typing import Any
 
 from ._backend import ArraySpace, norm
+from ._coordinates import power_of_two_near
 from ._methods import build
 from ._noise import repeats
 
-__all__ = ["GRADIENT", "QuasiNewtonPhase", "hand_off", "phase_applies", "start_phase"]
+__all__ = [
+    "GRADIENT",
+    "QuasiNewtonPhase",
+    "asked_size",
+    "iterate",
+    "phase_applies",
+    "phase_fields",
+    "plan_phase",
+    "start_phase",
+    "tell_phase",
+]
 
 GRADIENT = "gradient"  # the driver's phase while the quasi-Newton phase runs
 
@@ -131,7 +142,7 @@ class QuasiNewtonPhase:
         if math.isnan(self.fx) and self.f_unit == 1.0:
             for v in values:
                 if math.isfinite(v) and v != 0:
-                    self.f_unit = math.ldexp(1.0, math.frexp(abs(v))[1])
+                    self.f_unit = power_of_two_near(abs(v))
                     break
         return [v / self.f_unit for v in values]
 
@@ -294,7 +305,8 @@ class QuasiNewtonPhase:
                 raise ValueError(f"expected vectors of length {space.dim}, got {a.shape}")
             return space.from_numpy(a)
 
-        phase = cls(vector(state["x"]), float(state["length"]), None, bool(state["recheck"]))
+        x = space.to_user(vector(state["x"]))  # the run's namespace, as a phase is built with
+        phase = cls(x, float(state["length"]), None, bool(state["recheck"]))
         phase.fx, phase.f_unit = float(state["fx"]), float(state["f_unit"])
         phase.start, phase.f_start = vector(state["start"]), float(state["f_start"])
         phase.g, phase.jac = vector(state["g"]), vector(state["jac"])
@@ -372,7 +384,7 @@ def start_phase(run: Any, value: float | None, *, measured: bool = False) -> Non
     run._phase = GRADIENT
 
 
-def hand_off(run: Any, values: list[float]) -> None:
+def tell_phase(run: Any, values: list[float]) -> None:
     """The values of the phase's ask in ``run``: a completed gradient is an iteration (the
     trace, ``nit``); ``ftarget`` is checked; where the phase has ended, the run's method
     starts at its point with the budget left (with more pairs where the phase found noise,

@@ -37,11 +37,11 @@ from ._driver_options import checked_method, run_options, validated_x0
 from ._gradient_phase import (
     GRADIENT,
     asked_size,
-    hand_off,
     iterate,
     phase_fields,
     plan_phase,
     start_phase,
+    tell_phase,
 )
 from ._interrupts import deferred_interrupts
 from ._methods import build, rebuilt_for_noise
@@ -378,11 +378,10 @@ class Optimizer:
             return self._returned.final_point(i, lambda: self.x, self._coordinates.to_user)
         if self._pending == MEASURE:
             return self._noise.point(self._coordinates.to_user)
-        if self._pending == GRADIENT:
-            return self._coordinates.to_user(self._quasi_newton.point(i))
+        source = self._quasi_newton.point if self._pending == GRADIENT else self._step.pending_point
         if not self._coordinates.identity:
-            return self._coordinates.to_user(self._step.pending_point(i))
-        return self._step.pending_point(i)
+            return self._coordinates.to_user(source(i))
+        return source(i)  # a new array already
 
     def _points(self, indices: list[int] | None = None) -> Any:
         """The pending points (those at ``indices``), stacked in a new array."""
@@ -413,7 +412,7 @@ class Optimizer:
             self._measured(values)
             return
         if phase == GRADIENT:
-            hand_off(self, values)
+            tell_phase(self, values)
             return
         self.nit += 1
         f_estimate = mean(values)
