@@ -370,12 +370,14 @@ def asked_size(run: Any) -> int:
     return run._step.points_per_iteration
 
 
-def start_phase(run: Any, value: float | None, *, measured: bool = False) -> None:
+def start_phase(run: Any, value: float | None = None, *, measured: bool = False) -> None:
     """Start the phase at ``x0`` of ``run``, where ``f(x0) = value`` (``None``: not
-    measured); after the measurement of ``x0`` (``measured``), where it was planned and the
-    values there agreed. A non-finite value leaves the run to its method."""
-    if measured and not (run._phase_planned and not run._noise.detected and run.nit == 0):
-        return
+    measured); after the measurement of ``x0`` (``measured``: its first value), where it was
+    planned and the values there agreed. A non-finite value leaves the run to its method."""
+    if measured:
+        if not (run._phase_planned and not run._noise.detected and run.nit == 0):
+            return
+        value = run._noise.values[0]
     if value is not None and not math.isfinite(value):
         return
     step = run._step

@@ -132,10 +132,11 @@ class NoiseMonitor:
     def found(self, room: int, *, elsewhere: bool = False) -> None:
         """Noise is known: ``x0`` is measured until it has ``evaluations`` values (``room``:
         `take`'s). Found ``elsewhere`` (a repeat of the best point, or of the quasi-Newton
-        phase's centre, `zovh_opt._gradient_phase`), x0's two values are dropped: they were
-        kept for agreeing, a sample without the outliers that noise in a fraction of the calls
-        has (a start measured too low would be returned over every better point)."""
-        if elsewhere:
+        phase's centre, `zovh_opt._gradient_phase`), x0's two values are dropped where the
+        budget pays for fresh ones: they were kept for agreeing, a sample without the outliers
+        that noise in a fraction of the calls has (a start measured too low would be returned
+        over every better point)."""
+        if elsewhere and room // 3 >= PROBE:  # (where fresh values can be paid for)
             self.values = []
         self.detected = True
         affordable = (room + len(self.values)) // 3

@@ -439,7 +439,7 @@ class Optimizer:
                 self._step, self._method_options = rebuilt_for_noise(*args)
             self._noise.act(self._returned, self._stopping, self._step)
             self._phase = "iterate"
-            start_phase(self, self._noise.values[0], measured=True)
+            start_phase(self, measured=True)
 
     def _iteration(self, values: list[float], f_estimate: float) -> None:
         """An iteration whose values are all finite: the method's step, unless the iterates
