@@ -77,9 +77,9 @@ def test_the_first_step_is_a_tenth_of_l_along_minus_the_gradient_then_bfgs_steps
     cosine = (x0 - trial) @ g / (np.linalg.norm(x0 - trial) * np.linalg.norm(g))
     assert cosine > 1 - 1e-6
     drive(phase, f, 400)
-    assert phase.ended == "ftol" and phase.steps < 40  # L-BFGS on condition 10
-    # ftol is relative to |f|: the gap is of its order, x's error of its square root
-    assert f(np.asarray(phase.x)) - f_opt <= 1e-7 * (f(x0) - f_opt)
+    assert phase.ended == "no decrease" and phase.steps < 40  # L-BFGS on condition 10
+    # it ends where a step no longer decreases f: the gap is at the rounding of f
+    assert f(np.asarray(phase.x)) - f_opt <= 1e-12 * (f(x0) - f_opt)
 
 
 def test_a_value_that_does_not_repeat_ends_the_phase_as_noise():
@@ -119,7 +119,7 @@ def test_the_default_solves_a_rotated_quadratic_with_the_phase_then_hands_over(n
     x0 = np.full(d, 2.0)
     res = zovh_opt.minimize(f, x0, rng=0, options={"maxfev": 100 * d, "noisy": noisy})
     phase = res.quasi_newton
-    assert phase["ended"] in ("ftol", "line search") and phase["nit"] >= 10
+    assert phase["ended"] in ("no decrease", "line search") and phase["nit"] >= 10
     assert res.fun - f_opt <= 1e-9 * (f(x0) - f_opt)
     off = zovh_opt.minimize(f, x0, rng=0, options={"maxfev": 100 * d, "quasi_newton": False})
     assert "quasi_newton" not in off

@@ -19,12 +19,13 @@ the objective is deterministic, a ``"zovh"`` run starts with:
   ``d + 1``, for each point of its line search), and is shortened by the minimiser of the
   quadratic through ``f(x)``, the slope and the trial's value, within ``[0.1, 0.5]``.
 
-The phase ends when a line search fails (`BACKTRACKS` trials), when an accepted step
-decreases ``f`` by at most `FTOL` relative (L-BFGS-B's ``factr`` times ``eps``), after
-`MAX_STEPS` steps, when the centre's value does not repeat (noise) or a gradient has
-non-finite values; the run's method then starts from the phase's point with the budget that
-is left (`zovh_opt.Optimizer`), resolving its ``"auto"`` options for that budget. Where the
-phase found noise and both values at its point are above ``f(x0)`` (a step accepted on an
+The phase ends when a line search fails (`BACKTRACKS` trials), when an accepted step does
+not decrease ``f`` (Armijo's condition met within rounding: the steps are below the precision
+of ``f`` and of its differences; there is no relative ``ftol``), after `MAX_STEPS` steps,
+when the centre's value does not repeat (noise) or a gradient has non-finite values; the
+run's method then starts from the phase's point with the budget that is left
+(`zovh_opt.Optimizer`), resolving its ``"auto"`` options for that budget. Where the phase
+found noise and both values at its point are above ``f(x0)`` (a step accepted on an
 outlier), the method starts at ``x0``, with the pairs of a noisy run.
 The phase keeps no curvature for the method: its secant pairs describe the path, not the
 model the method learns from its own pairs.
@@ -33,7 +34,6 @@ model the method learns from its own pairs.
 from __future__ import annotations
 
 import math
-import sys
 from typing import Any
 
 from ._backend import ArraySpace, norm
@@ -60,7 +60,6 @@ BLOCK = 64  # points of one gradient ask at most: the asks' memory is BLOCK d fl
 FIRST_STEP = 0.1  # the first trial step's length over the length scale l
 ARMIJO = 1e-4  # sufficient decrease: f(x + a p) <= f(x) + ARMIJO a g'p
 BACKTRACKS = 30  # trials of one line search before the phase ends
-FTOL = 1e7 * sys.float_info.epsilon  # L-BFGS-B's factr * eps (float64): 2.2e-9
 MIN_GRADIENTS = 3  # the phase runs where maxfev pays for this many gradients at least
 MAX_STEPS = 100  # and ends after this many steps: an objective not solved by then is one
 # whose conditioning the method's curvature model learns better than MEMORY secant pairs
@@ -236,11 +235,11 @@ class QuasiNewtonPhase:
             self.previous = (self.x, self.g)
             self.x = self.x + self.alpha * self.p
             self.g = self.space.zeros((self.dim,))
-            decrease = (self.fx - value) / max(abs(self.fx), abs(value), 1e-300)
+            decreased = value < self.fx
             self.fx, self.searching = value, False
             self.steps += 1
-            if decrease <= FTOL:
-                self.ended = "ftol"
+            if not decreased:  # no relative ftol: it ended runs short of L-BFGS-B (theory page)
+                self.ended = "no decrease"
             elif self.steps >= MAX_STEPS:
                 self.ended = "steps"
             return
