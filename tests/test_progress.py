@@ -33,7 +33,8 @@ def test_disp_prints_a_table_then_a_summary(capsys):
 
 def test_disp_true_without_maxiter_prints_about_20_rows_of_the_budget(capsys):
     n = 2 * default_pairs(D)
-    zovh_opt.minimize(sphere, np.ones(D), rng=0, options={"maxfev": 100 * n, "disp": True})
+    options = {"maxfev": 100 * n, "disp": True, "quasi_newton": False}  # the method's rows
+    zovh_opt.minimize(sphere, np.ones(D), rng=0, options=options)
     rows = [ln.split() for ln in capsys.readouterr().out.splitlines() if ln[:8].strip().isdigit()]
     every = (100 * n - 1) // n // 20  # iterations maxfev pays for (1 final reserved), over 20
     assert [int(r[0]) for r in rows][1:4] == [every, 2 * every, 3 * every]
@@ -97,3 +98,22 @@ def test_step_norm_is_the_length_of_the_step():
             points = opt.ask()
             opt.tell([sphere(p) for p in points])
             assert opt.step_norm == pytest.approx(np.linalg.norm(opt.x - before), rel=1e-9)
+
+
+def test_disp_rows_count_again_when_the_quasi_newton_phase_hands_over(capsys):
+    """The phase's iterations are gradients (d + 1 evaluations and a line search): from the
+    method's first iteration on, the rows are a twentieth of the iterations the method's
+    evaluations left pay for, counted from the hand-over."""
+    H = np.diag(np.linspace(1.0, 30.0, D))
+    f = lambda x: float(x @ H @ x)  # noqa: E731
+    options = {"maxfev": 20_000, "noisy": False}
+    opt = zovh_opt.Optimizer(np.ones(D), rng=0, options=options)
+    while opt._quasi_newton is None or not opt._quasi_newton.done:
+        opt.tell([f(p) for p in opt.ask()])
+    nit, told, per = opt.nit, opt._told, opt._step.points_per_iteration
+    every = (nit + (20_000 - told - opt._returned.reserve) // per) // 20
+    res = zovh_opt.minimize(f, np.ones(D), rng=0, options={**options, "disp": True})
+    assert res.quasi_newton["nit"] == nit - 1 and every < (20_000 // per) // 20
+    rows = [ln.split() for ln in capsys.readouterr().out.splitlines() if ln[:8].strip().isdigit()]
+    after = [int(r[0]) for r in rows if int(r[0]) > nit]
+    assert after[:3] == [every * k for k in range(after[0] // every, after[0] // every + 3)]

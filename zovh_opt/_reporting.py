@@ -11,6 +11,8 @@ from typing import Any
 import numpy as np
 from scipy.optimize import OptimizeResult
 
+from ._gradient_phase import GRADIENT
+
 __all__ = ["Progress", "Trace", "callback_caller"]
 
 
@@ -96,6 +98,7 @@ class Progress:
         self.rows = every < 0  # about 20 rows: `every` follows the iterations the run can take
         self.every = max(1, maxiter // 20) if every < 0 else every
         self.restarts = len(optimizer.restarts)
+        self.in_phase = optimizer._quasi_newton is not None or optimizer._phase_planned
         self.noise_reported = False
         self.printed_header = False
         self.bar = None
@@ -111,16 +114,21 @@ class Progress:
     @staticmethod
     def _iterations(optimizer: Any) -> int:
         """The iterations the run can take, after the measurements of ``x0`` and the best
-        point (`zovh_opt._noise`)."""
-        per, reserve = optimizer._step.points_per_iteration, optimizer._returned.reserve
-        maxiter = optimizer._stopping.iteration_budget(per, reserve)
-        return optimizer._stopping.iteration_budget(
-            per, reserve + optimizer._noise.budgeted(maxiter)
-        )
+        point (`zovh_opt._noise`), counted in the method's iterations from the run's current
+        one and the evaluations it has made."""
+        per, stopping = optimizer._step.points_per_iteration, optimizer._stopping
+        spent = optimizer._returned.reserve + optimizer._told
+        maxiter = stopping.iteration_budget(per, spent)
+        left = stopping.iteration_budget(per, spent + optimizer._noise.budgeted(maxiter))
+        total = optimizer.nit + left
+        cap = optimizer.options["maxiter"]
+        return total if cap is None else min(cap, total)
 
-    def _noise_found(self, optimizer: Any) -> None:
-        """Noise found at ``x0`` builds the method again with more pairs (`zovh_opt._methods.
-        rebuilt_for_noise`): fewer iterations than the rows and the bar were counted for."""
+    def _count_again(self, optimizer: Any) -> None:
+        """The iterations ahead changed size (noise found at ``x0`` builds the method again
+        with more pairs, `zovh_opt._methods.rebuilt_for_noise`; the quasi-Newton phase's
+        gradients of ``d`` evaluations gave way to the method's iterations): the rows and the
+        bar follow the iterations the run can now take."""
         maxiter = self._iterations(optimizer)
         if self.rows:
             self.every = max(1, maxiter // 20)
@@ -132,7 +140,10 @@ class Progress:
         """Report the iteration that just ended."""
         noise = optimizer._noise
         if noise.detected and optimizer.nit == 1:  # found at x0: the method may be rebuilt
-            self._noise_found(optimizer)
+            self._count_again(optimizer)
+        if self.in_phase and optimizer._phase != GRADIENT:  # the phase handed over
+            self.in_phase = False
+            self._count_again(optimizer)
         if self.bar is not None:
             self.bar.update(1)
             if optimizer.nit % 10 == 1:
