@@ -8,6 +8,7 @@ import math
 
 import numpy as np
 import pytest
+import scipy.optimize
 
 import zovh_opt
 from zovh_opt._gradient_phase import BLOCK, MIN_GRADIENTS, QuasiNewtonPhase
@@ -127,22 +128,54 @@ def test_the_default_solves_a_rotated_quadratic_with_the_phase_then_hands_over(n
     assert res.nfev <= 100 * d and res.nit >= phase["nit"]
 
 
+def test_with_bounds_the_phase_runs_in_the_box_maps_coordinates():
+    """Every point in the box, and the constrained optimum (bounds active on about half the
+    coordinates) to 1e-9 of the gap in under half the evaluations of the method alone."""
+    d = 10
+    f, H, b, _, _ = rotated_quadratic(d, 100.0, seed=2)
+    lower, upper = np.full(d, -0.1), np.full(d, 0.1)
+    bounds = list(zip(lower, upper, strict=True))
+    reference = scipy.optimize.minimize(
+        f, np.zeros(d), jac=lambda x: H @ x - b, method="L-BFGS-B", bounds=bounds,
+        options={"ftol": 1e-15, "gtol": 1e-12},
+    )  # fmt: skip
+    assert np.sum(np.isclose(np.abs(reference.x), 0.1)) == 5
+    x0 = np.full(d, 0.05)
+    gap0 = f(x0) - reference.fun
+
+    def evaluations_to_1e_9(options):
+        values = []
+
+        def fun(x):
+            assert np.all(x >= lower) and np.all(x <= upper)
+            values.append(f(x))
+            return values[-1]
+
+        res = zovh_opt.minimize(fun, x0, rng=0, bounds=bounds, options=options)
+        reached = np.flatnonzero(np.minimum.accumulate(values) - reference.fun <= 1e-9 * gap0)
+        return res, int(reached[0]) + 1 if reached.size else math.inf
+
+    res, with_phase = evaluations_to_1e_9({"maxfev": 300 * d})
+    assert res.quasi_newton["nit"] >= MIN_GRADIENTS and "jac" not in res
+    _, without = evaluations_to_1e_9({"maxfev": 300 * d, "quasi_newton": False})
+    assert with_phase < 0.5 * without, (with_phase, without)
+
+
 @pytest.mark.parametrize(
-    "options, bounds",
+    "options",
     [
-        ({"curvature": "off"}, None),
-        ({"learning_rate": 1e-3}, None),
-        ({"noisy": True}, None),
-        ({"quasi_newton": False}, None),
-        ({"maxfev": MIN_GRADIENTS * 11}, None),  # too short for three gradients
-        ({"maxiter": 2}, None),  # two iterations of the method: likewise
-        ({}, [(-5, 5)] * 10),
+        {"curvature": "off"},
+        {"learning_rate": 1e-3},
+        {"noisy": True},
+        {"quasi_newton": False},
+        {"maxfev": MIN_GRADIENTS * 11},  # too short for three gradients
+        {"maxiter": 2},  # two iterations of the method: likewise
     ],
 )
-def test_where_the_phase_does_not_run(options, bounds):
+def test_where_the_phase_does_not_run(options):
     f = lambda x: float(np.sum((x - 0.5) ** 2))  # noqa: E731
     options = {"maxfev": 400, **options}
-    res = zovh_opt.minimize(f, np.ones(10), rng=0, bounds=bounds, options=options)
+    res = zovh_opt.minimize(f, np.ones(10), rng=0, options=options)
     assert "quasi_newton" not in res
     method = zovh_opt.minimize(f, np.ones(10), rng=0, options={"maxfev": 400})
     assert method.quasi_newton["nfev"] > 0

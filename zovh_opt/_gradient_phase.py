@@ -28,7 +28,9 @@ run's method then starts from the phase's point with the budget that is left
 found noise and both values at its point are above ``f(x0)`` (a step accepted on an
 outlier), the method starts at ``x0``, with the pairs of a noisy run.
 The phase keeps no curvature for the method: its secant pairs describe the path, not the
-model the method learns from its own pairs.
+model the method learns from its own pairs. With bounds it works in the run's coordinates
+``z``, where the box map ``x = phi(z)`` (`zovh_opt._bounds`) is continuously differentiable:
+its differences and steps are those of ``f o phi``, whose minimum on a face is a smooth one.
 """
 
 from __future__ import annotations
@@ -328,8 +330,8 @@ class QuasiNewtonPhase:
 def phase_applies(run: Any) -> bool:
     """Whether the `zovh_opt.Optimizer` ``run`` starts with the phase: ``quasi_newton`` is
     ``"auto"``, the method ``"zovh"`` with the step rule and a curvature model not set
-    ``"off"`` (the paper's iteration runs as published), no bounds, an objective not declared
-    noisy, and a budget (``maxfev``, and ``maxiter`` iterations of the method) paying for
+    ``"off"`` (the paper's iteration runs as published), an objective not declared noisy,
+    and a budget (``maxfev``, and ``maxiter`` iterations of the method) paying for
     `MIN_GRADIENTS` gradients."""
     dim, budget = run._step.space.dim, run.options["maxfev"]
     if run.options["maxiter"] is not None:
@@ -339,7 +341,6 @@ def phase_applies(run: Any) -> bool:
         and run.method == "zovh"
         and run._step.control is not None
         and run._requested.get("curvature", "auto") != "off"
-        and run._coordinates.box is None
         and run.options["noisy"] is not True
         and budget >= MIN_GRADIENTS * (dim + 1) + run._returned.reserve + 2
     )
