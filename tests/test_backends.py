@@ -94,6 +94,24 @@ def test_namespace_dtype_device_follow_x0(backend, dtype, options):
     assert isinstance(res.fun, float)
 
 
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_the_quasi_newton_phase_follows_x0(backend, dtype):
+    """The phase's asks (gradient blocks, line-search trials) and its jac are arrays like
+    ``x0``; its gradient blocks arrive whole through ``ask``."""
+    x0 = backend.asarray(np.linspace(-1, 1, 16), dtype=dtype)
+    opt = zovh_opt.Optimizer(x0, rng=0, options={"maxfev": 200, "noisy": False})
+    sizes = set()
+    while not opt.done and opt.nit < 4:
+        points = opt.ask()
+        assert type(points) is type(x0) and points.dtype == x0.dtype and points.shape[1] == 16
+        sizes.add(points.shape[0])
+        opt.tell([rosenbrock(points[i, :]) for i in range(points.shape[0])])
+    assert {1, 16} <= sizes  # trials, gradients (the centre is known from the trial)
+    res = opt.result()
+    assert res.quasi_newton["nit"] >= 2 and type(res.jac) is type(x0)
+    assert res.jac.dtype == x0.dtype
+
+
 @pytest.mark.parametrize("rate", ["auto", 1e-7], ids=["curvature-model", "paper"])
 def test_trajectories_agree_across_cpu_backends(backend, rate):
     """Rosenbrock d = 1000, fixed seed: the same run as NumPy up to rounding (x within 1e-9

@@ -167,6 +167,20 @@ class QuasiNewtonPhase:
             row[j : j + 1] = self.x[j : j + 1] + self._steps(j, j + 1)
         return self.space.to_user(row)
 
+    def points(self) -> Any:
+        """The pending ask's points, ``point(i)`` for every ``i``, as one new ``(n, d)`` array
+        in the caller's namespace (one copy of ``x`` a row, where stacked rows take two)."""
+        if self.searching:
+            return self.space.to_user(self.xp.reshape(self.x + self.alpha * self.p, (1, -1)))
+        n, centre, start = self.size(), int(self._with_centre()), self.measured
+        block = self.space.empty((n, self.dim))
+        block[...] = self.x
+        steps = self._steps(start, start + n - centre)
+        for i in range(n - centre):
+            j = start + i
+            block[centre + i, j : j + 1] = self.x[j : j + 1] + steps[i : i + 1]
+        return self.space.to_user(block)
+
     def tell(self, values: list[float]) -> bool:
         """Take the pending ask's values (host floats, in order); True when a gradient was
         completed (an iteration of the run)."""

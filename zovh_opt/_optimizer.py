@@ -387,11 +387,11 @@ class Optimizer:
         """The pending points (those at ``indices``), stacked in a new array."""
         n = len(self._partial)
         if indices is None or list(indices) == list(range(n)):
-            if self._pending != "iterate":
+            if self._pending not in ("iterate", GRADIENT):
                 return self.xp.stack([self._point(i) for i in range(n)])
-            if not self._coordinates.identity:
-                return self._coordinates.to_user(self._step.pending_points())
-            return self._step.pending_points()
+            phase = self._pending == GRADIENT  # the block in one array, not n rows stacked
+            block = self._quasi_newton.points() if phase else self._step.pending_points()
+            return block if self._coordinates.identity else self._coordinates.to_user(block)
         return self.xp.stack([self._point(i) for i in indices])
 
     def _close(self, values: list[float], superseded: int) -> None:
