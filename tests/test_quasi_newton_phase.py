@@ -144,6 +144,21 @@ def test_the_default_solves_a_rotated_quadratic_with_the_phase_then_hands_over(n
     assert res.nfev <= 100 * d and res.nit >= phase["nit"]
 
 
+def test_after_a_converged_phase_one_window_of_the_method_without_a_lower_value_ends_it():
+    """The phase ends without a decrease at the optimum's rounding; the method's first ftol
+    window (50 iterations) finds nothing lower, and the run ends there (it went on for
+    about 11 000 more evaluations before the rule)."""
+    d = 40
+    f, _, _, _, f_opt = rotated_quadratic(d, 100.0, seed=1)
+    x0 = np.full(d, 2.0)
+    res = zovh_opt.minimize(f, x0, rng=0)
+    phase = res.quasi_newton
+    assert phase["ended"] == "no decrease" and res.success
+    assert res.message.startswith("The quasi-Newton phase converged at f = ")
+    assert res.nit - phase["nit"] == 50  # a gradient a step (it ended at one), then a window
+    assert res.fun - f_opt <= 1e-15 * (f(x0) - f_opt) and res.nfev < 5000
+
+
 def test_with_bounds_the_phase_runs_in_the_box_maps_coordinates():
     """Every point in the box, and the constrained optimum (bounds active on about half the
     coordinates) to 1e-9 of the gap in under half the evaluations of the method alone."""

@@ -185,3 +185,44 @@ def test_a_checkpoint_from_before_the_plateau_rule_runs_without_it():
         del state[key]
     opt._stopping.load_state(state)
     assert opt.options["flat_iterations"] is None
+
+
+def rules_after_a_converged_phase(value):
+    """The stopping rules of a default run, told that its quasi-Newton phase converged at
+    ``value``."""
+    rules = zovh_opt.Optimizer(np.ones(4), rng=0)._stopping
+    rules.converged_value = value
+    return rules
+
+
+@pytest.mark.parametrize(
+    "lowest, stops",
+    [(1.0, True), (1.0 - 1e-13, True), (1.0 - 1e-9, False), (0.5, False)],
+    ids=["none-lower", "lower-within-ftol", "lower", "much-lower"],
+)
+def test_after_a_converged_phase_the_first_window_decides(lowest, stops):
+    """The first ftol window after a converged quasi-Newton phase ends the run where no value
+    below the phase's was found (beyond ftol = 1e-12 relative); else the windows go on as
+    always, the phase's value forgotten."""
+    rules = rules_after_a_converged_phase(1.0)
+    window = rules.options["ftol_window"]
+    values = np.array([1.0, 2.0])
+    verdicts = [rules.after_iteration(1.5, lowest, 1.0, 1.0, 1.0, values) for _ in range(window)]
+    assert verdicts[:-1] == [None] * (window - 1)
+    if stops:
+        assert verdicts[-1].status == 0
+        assert verdicts[-1].message.startswith("The quasi-Newton phase converged at f = 1, ")
+    else:
+        assert verdicts[-1] is None and rules.converged_value is None
+        assert rules.previous_median == 1.5  # the ordinary window, compared with the next
+
+
+def test_the_converged_phase_value_survives_a_checkpoint_and_old_ones_load_without_it():
+    rules = rules_after_a_converged_phase(2.5)
+    state = rules.state()
+    fresh = rules_after_a_converged_phase(None)
+    fresh.load_state(state)
+    assert fresh.converged_value == 2.5
+    del state["converged_value"]
+    fresh.load_state(state)
+    assert fresh.converged_value is None

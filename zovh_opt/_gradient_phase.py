@@ -26,7 +26,9 @@ when the centre's value does not repeat (noise) or a gradient has non-finite val
 run's method then starts from the phase's point with the budget that is left
 (`zovh_opt.Optimizer`), resolving its ``"auto"`` options for that budget. Where the phase
 found noise and both values at its point are above ``f(x0)`` (a step accepted on an
-outlier), the method starts at ``x0``, with the pairs of a noisy run.
+outlier), the method starts at ``x0``, with the pairs of a noisy run. Where it converged (no
+decrease, a failed line search, a zero gradient), the run ends after the method's first
+``ftol`` window if that found no lower value (`zovh_opt._stopping`).
 The phase keeps no curvature for the method: its secant pairs describe the path, not the
 model the method learns from its own pairs. With bounds it works in the run's coordinates
 ``z``, where the box map ``x = phi(z)`` (`zovh_opt._bounds`) is continuously differentiable:
@@ -422,6 +424,8 @@ def tell_phase(run: Any, values: list[float]) -> None:
         run.method, phase.space.to_user(phase.x), rng=run._seeds, scale=None, maxfev=left,
         options=run._requested, noisy=phase.noisy, first_step=run._coordinates.first_step,
     )  # fmt: skip
+    if phase.ended in ("no decrease", "line search", "zero gradient"):
+        run._stopping.converged_value = phase.f_value
     phase.release()
     run._phase = "iterate" if run._noise.done else "measure"
 

@@ -12,7 +12,10 @@ or goes on at a finer scale is the safeguard's decision (`zovh_opt._safeguard`).
 - ``ftol``: the median f estimate of a window of ``ftol_window`` iterations (by default those
   of ``2 d`` evaluations, at least 50) is lower than the window before's by at most ``ftol``
   times their magnitude, or than the precision of f at ``x0`` (``eps`` times its scale);
-  ``"auto"`` is ``1e-12`` with the step rule, none with a fixed rate;
+  ``"auto"`` is ``1e-12`` with the step rule, none with a fixed rate; after a quasi-Newton
+  phase that converged (`zovh_opt._gradient_phase`), the first window instead ends the run
+  where no value below the phase's by more than ``ftol`` (relative, or the precision of f)
+  was evaluated: the method's exploration from the phase's minimum found nothing;
 - ``xtol``: the step length is below ``xtol`` times the length scale of ``x0``; ``"auto"`` is
   ``1e-3 sqrt(eps)`` with the step rule, none with a fixed rate;
 - ``flat_iterations``: every value of that many iterations in a row was one and the same
@@ -73,6 +76,10 @@ FLAT_START_MESSAGE = (
 FTOL_MESSAGE = (
     "The median f estimate of the last {window} iterations was lower than that of the "
     "iterations before by at most ftol (relative)."
+)
+PHASE_MESSAGE = (
+    "The quasi-Newton phase converged at f = {value:.17g}, and the method's first {window} "
+    "iterations found no lower value."
 )
 
 
@@ -136,6 +143,7 @@ class StoppingRules:
         self.flat = 0  # iterations in a row whose values were all one number
         self.flat_value = math.nan  # that number
         self.varied = False  # whether the run has seen two different values
+        self.converged_value = None  # f where a quasi-Newton phase converged, until a window
 
     def iteration_budget(self, points_per_iteration: int, final_evaluations: int) -> int:
         """The iterations the run can take: ``maxiter``, or as many as ``maxfev`` pays for
@@ -186,6 +194,9 @@ class StoppingRules:
             return plateau
         self.recent.append(f_estimate)
         if opts["ftol"] is not None and len(self.recent) == opts["ftol_window"]:
+            converged = self._after_convergence(lowest, f_scale)
+            if converged is not None:
+                return converged
             before, after = self.previous_median, statistics.median(self.recent)
             self.recent, self.previous_median = [], after
             # relative to the estimates, as SciPy's ftol; below the precision of f at x0 no
@@ -197,6 +208,16 @@ class StoppingRules:
         if opts["xtol"] is not None and step_length <= opts["xtol"] * length_scale:
             return Stop(SUCCESS, "The steps became shorter than xtol times the length scale of x0.")
         return None
+
+    def _after_convergence(self, lowest: float | None, f_scale: float) -> Stop | None:
+        """At the end of the first window after a converged quasi-Newton phase: the stop
+        where no value below the phase's was found (within ``ftol`` or the precision of f)."""
+        value, self.converged_value = self.converged_value, None
+        if value is None or lowest is None:
+            return None
+        if value - lowest > max(self.options["ftol"] * abs(value), self.eps * f_scale):
+            return None
+        return Stop(SUCCESS, PHASE_MESSAGE.format(value=value, window=self.options["ftol_window"]))
 
     def target_reached(self, value: float | None) -> Stop | None:
         """The stop of ``ftarget`` where ``value`` (the lowest value evaluated, or an f
@@ -254,6 +275,7 @@ class StoppingRules:
             "flat": self.flat,
             "flat_value": self.flat_value,
             "varied": self.varied,
+            "converged_value": self.converged_value,
         }
 
     def load_state(self, state: dict[str, Any]) -> None:
@@ -266,3 +288,5 @@ class StoppingRules:
         self.flat = int(state.get("flat", 0))
         self.flat_value = float(state.get("flat_value", math.nan))
         self.varied = bool(state.get("varied", False))
+        value = state.get("converged_value")
+        self.converged_value = None if value is None else float(value)
