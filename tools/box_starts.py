@@ -64,15 +64,20 @@ def optimum(f, dim, lower, upper):
     return scipy.optimize.minimize(f, x, method="L-BFGS-B", bounds=bounds, options=options).fun
 
 
+def problems(dim, count):
+    """``(seed, f, x0, bounds, f*, f(x0))`` of problems ``0 .. count - 1`` whose start is above
+    the optimum."""
+    for seed in range(count):
+        f, x0, lower, upper = problem(seed, dim)
+        f_star, f0 = optimum(f, dim, lower, upper), f(x0)
+        if f0 - f_star > 0:
+            yield seed, f, x0, list(zip(lower, upper, strict=True)), f_star, f0
+
+
 def main(dim, count):
     warnings.simplefilter("ignore")
     not_converged, evaluations = 0, []
-    for seed in range(count):
-        f, x0, lower, upper = problem(seed, dim)
-        bounds = list(zip(lower, upper, strict=True))
-        f_star, f0 = optimum(f, dim, lower, upper), f(x0)
-        if f0 - f_star <= 0:
-            continue
+    for seed, f, x0, bounds, f_star, f0 in problems(dim, count):
         res = zovh_opt.minimize(f, x0, bounds=bounds, rng=0)
         gap = (res.fun - f_star) / (f0 - f_star)
         if gap > 1e-6:
@@ -100,12 +105,7 @@ SOLVERS = {
 def targets(dim, count):
     warnings.simplefilter("ignore")
     hits = {name: ([], []) for name in SOLVERS}
-    for seed in range(count):
-        f, x0, lower, upper = problem(seed, dim)
-        bounds = list(zip(lower, upper, strict=True))
-        f_star, f0 = optimum(f, dim, lower, upper), f(x0)
-        if f0 - f_star <= 0:
-            continue
+    for _, f, x0, bounds, f_star, f0 in problems(dim, count):
         for name, solve in SOLVERS.items():
             values = []
             solve(lambda x: values.append(f(x)) or values[-1], x0, bounds, 300 * dim)  # noqa: B023
