@@ -336,7 +336,7 @@ def test_sporadic_failed_evaluations_are_not_divergence():
     """0.1.0: with 0.5 % of the calls returning NaN (d = 1000) all restarts were used and the
     run stopped with status 3 at f = 927, against 2.6 without the NaNs."""
     x0 = np.ones(1000)
-    budget = {"maxfev": 6000, **METHOD}  # (a failed value ends the phase's gradient)
+    budget = {"maxfev": 6000, **METHOD}  # the method (the phase: test_quasi_newton_phase.py)
     clean = zovh_opt.minimize(lambda x: float(x @ x), x0, rng=0, options=budget)
     coin = np.random.default_rng(1)
 

@@ -5,13 +5,14 @@ over, and its checkpoints."""
 from __future__ import annotations
 
 import math
+import zlib
 
 import numpy as np
 import pytest
 import scipy.optimize
 
 import zovh_opt
-from zovh_opt._gradient_phase import BLOCK, MIN_GRADIENTS, QuasiNewtonPhase
+from zovh_opt._gradient_phase import BLOCK, MAX_RETRIES, MIN_GRADIENTS, QuasiNewtonPhase
 
 
 def rotated_quadratic(d: int, condition: float, seed: int = 0):
@@ -116,7 +117,7 @@ def test_a_value_that_does_not_repeat_ends_the_phase_as_noise():
     assert not without.done  # no recheck: a gradient of d points, then a trial
 
 
-def test_non_finite_values_in_a_gradient_end_the_phase_and_a_trial_backtracks():
+def test_a_non_finite_trial_backtracks():
     d = 5
     x0 = np.ones(d)
     phase = QuasiNewtonPhase(x0, float(np.linalg.norm(x0)), 5.0, recheck=False)
@@ -124,9 +125,45 @@ def test_non_finite_values_in_a_gradient_end_the_phase_and_a_trial_backtracks():
     first = phase.alpha
     phase.tell([math.inf])  # the trial failed: a shorter one
     assert phase.searching and phase.alpha == pytest.approx(0.5 * first)
-    broken = QuasiNewtonPhase(x0, float(np.linalg.norm(x0)), 5.0, recheck=False)
-    broken.tell([1.0, math.nan, 2.0, 3.0, 4.0])
-    assert broken.ended == "non-finite values"
+
+
+def test_a_failed_forward_value_is_measured_backwards_and_a_second_failure_ends_the_phase():
+    """A simulation that fails at a few points: the coordinates whose forward value is not
+    finite are measured at x - h e_j once the other values are in (one ask), and the gradient
+    is the backward difference there; a failure there too ends the phase, as do more failed
+    coordinates in one gradient than one ask of MAX_RETRIES points."""
+    d = 150
+    f, H, b, _, _ = rotated_quadratic(d, 10.0)
+    x0 = np.linspace(-1, 2, d)
+    fail = {7, 70, 140}
+    phase = QuasiNewtonPhase(x0, 3.0, float(f(x0)), recheck=False)
+    sizes = []
+    while not phase.searching:
+        rows = points(phase)
+        sizes.append(len(rows))
+        moved = [int(np.flatnonzero(r != x0)[0]) for r in rows]
+        forward = len(sizes) <= 3
+        pairs = list(zip(moved, rows, strict=True))
+        phase.tell([math.nan if forward and j in fail else float(f(r)) for j, r in pairs])
+        if not forward:
+            assert moved == sorted(fail) and all(r[j] < x0[j] for j, r in pairs)
+    assert sizes == [BLOCK, BLOCK, d - 2 * BLOCK, 3] and phase.nfev == d + 3
+    gradient = H @ x0 - b
+    h = math.sqrt(np.finfo(float).eps) * np.maximum(np.abs(x0), 3.0 / math.sqrt(d))
+    error = np.abs(np.asarray(phase.g) * phase.f_unit - gradient)
+    assert np.all(error <= 0.5 * np.diag(H) * h * 1.01 + 4 * np.finfo(float).eps * abs(f(x0)) / h)
+    twice = QuasiNewtonPhase(x0, 3.0, float(f(x0)), recheck=False)
+    for _ in range(3):
+        rows = points(twice)
+        twice.tell([math.nan if i == 5 else float(f(r)) for i, r in enumerate(rows)])
+    assert not twice.done and twice.size() == 3  # one failed coordinate an ask of 64
+    twice.tell([math.nan, 1.0, 1.0])
+    assert twice.ended == "non-finite values"
+    many = QuasiNewtonPhase(x0, 3.0, float(f(x0)), recheck=False)
+    many.tell([math.nan] * (MAX_RETRIES - 1) + [1.0])
+    assert not many.done
+    many.tell([math.nan, math.nan] + [1.0] * (BLOCK - 2))
+    assert many.ended == "non-finite values"
 
 
 @pytest.mark.parametrize("noisy", ["auto", False])
@@ -288,6 +325,46 @@ def test_a_checkpoint_in_the_phase_continues_bit_for_bit(stop_at, tmp_path):
         loaded.tell([f(p) for p in loaded.ask()])
     a, b = whole.result(), loaded.result()
     assert np.array_equal(a.x, b.x) and a.nfev == b.nfev and a.quasi_newton == b.quasi_newton
+
+
+def test_a_run_with_sporadic_failures_keeps_the_phase_and_resumes_mid_retry(tmp_path):
+    """f fails (NaN) at about one point in 40, decided by the point's bits: the phase's
+    gradients measure those coordinates backwards and go on; a checkpoint taken at a
+    backward ask continues bit for bit."""
+    f, _, _, _, f_opt = rotated_quadratic(70, 100.0, seed=4)
+
+    def fails(x):
+        return zlib.crc32(np.asarray(x, dtype=np.float64).tobytes()) % 40 == 0
+
+    def g(x):
+        return math.nan if fails(x) else float(f(x))
+
+    x0 = np.ones(70)
+    options = {"maxfev": 2500}
+    whole = zovh_opt.Optimizer(x0, rng=7, options=options)
+    backward = []
+    while not whole.done:
+        points = whole.ask()
+        retrying = whole._quasi_newton is not None and whole._quasi_newton._retrying
+        backward.append(retrying and whole._pending == "gradient")
+        whole.tell([g(p) for p in points])
+    res = whole.result()
+    assert sum(backward) >= 5 and res.quasi_newton["nit"] >= 10
+    assert res.fun - f_opt <= 1e-4 * (f(x0) - f_opt)  # (the method alone: 1e-2)
+    opt = zovh_opt.Optimizer(x0, rng=7, options=options)
+    for _ in range(backward.index(True)):
+        opt.tell([g(p) for p in opt.ask()])
+    pending = opt.ask()
+    assert opt._quasi_newton._retrying
+    opt.save(tmp_path / "run.npz")
+    loaded = zovh_opt.Optimizer.load(tmp_path / "run.npz")
+    assert np.array_equal(np.asarray(loaded.pending), np.asarray(pending))
+    loaded.tell([g(p) for p in np.asarray(loaded.pending)])
+    while not loaded.done:
+        loaded.tell([g(p) for p in loaded.ask()])
+    mine = loaded.result()
+    assert np.array_equal(mine.x, res.x) and mine.nfev == res.nfev
+    assert mine.quasi_newton == res.quasi_newton
 
 
 def test_the_phase_keeps_the_dtype_and_namespace(backend):

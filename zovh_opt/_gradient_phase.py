@@ -10,7 +10,9 @@ the objective is deterministic, a ``"zovh"`` run starts with:
   points, along the coordinates with steps ``sqrt(eps) max(|x_i|, l / sqrt(d))`` (``l`` the
   run's length scale, so that ``x -> a x`` scales the steps with it); the first point of each
   gradient's first ask is the centre again, whose value must repeat (`zovh_opt._noise.repeats`:
-  noise that the two values at ``x0`` missed ends the phase);
+  noise that the two values at ``x0`` missed ends the phase); a coordinate whose value is
+  not finite is measured backwards, at ``x - h_j e_j``, in one ask after the others (at most
+  `MAX_RETRIES` a gradient);
 - **steps** of limited-memory BFGS (Nocedal, *Updating quasi-Newton matrices with limited
   storage*, Math. Comp. 35, 1980: the two-loop recursion over the last `MEMORY` pairs
   ``s = x' - x``, ``y = g' - g`` with ``s'y > 0``, ``H0 = s'y / y'y``), the first one
@@ -22,7 +24,7 @@ the objective is deterministic, a ``"zovh"`` run starts with:
 The phase ends when a line search fails (`BACKTRACKS` trials), when an accepted step does
 not decrease ``f`` (Armijo's condition met within rounding: the steps are below the precision
 of ``f`` and of its differences; there is no relative ``ftol``), after `MAX_STEPS` steps,
-when the centre's value does not repeat (noise) or a gradient has non-finite values; the
+when the centre's value does not repeat (noise) or a coordinate's values fail both ways; the
 run's method then starts from the phase's point with the budget that is left
 (`zovh_opt.Optimizer`), resolving its ``"auto"`` options for that budget. Where the phase
 found noise and both values at its point are above ``f(x0)`` (a step accepted on an
@@ -64,6 +66,8 @@ BLOCK = 64  # points of one gradient ask at most: the asks' memory is BLOCK d fl
 FIRST_STEP = 0.1  # the first trial step's length over the length scale l
 ARMIJO = 1e-4  # sufficient decrease: f(x + a p) <= f(x) + ARMIJO a g'p
 BACKTRACKS = 30  # trials of one line search before the phase ends
+MAX_RETRIES = BLOCK  # coordinates of a gradient measured backwards after a failed forward
+# value, in one ask; more failures than that end the phase (f fails there, not sporadically)
 MIN_GRADIENTS = 3  # the phase runs where maxfev pays for this many gradients at least
 MAX_STEPS = 100  # and ends after this many steps: an objective not solved by then is one
 # whose conditioning the method's curvature model learns better than MEMORY secant pairs
@@ -100,6 +104,7 @@ class QuasiNewtonPhase:
         self.pairs: list[tuple[Any, Any, float]] = []  # (s, y, 1 / s'y), oldest first
         self.searching = False  # False: measuring a gradient; True: a line search
         self.measured = 0  # coordinates of the gradient measured so far
+        self.retry: list[int] = []  # coordinates whose forward value failed: measured backwards
         self.steps = 0  # accepted steps
         self.p = None  # the search direction
         self.slope = math.nan  # g'p
@@ -124,6 +129,12 @@ class QuasiNewtonPhase:
     def dim(self) -> int:
         return self.space.dim
 
+    @property
+    def _retrying(self) -> bool:
+        """Whether the pending ask measures backwards the coordinates whose forward value
+        was not finite (the gradient's forward values are all in)."""
+        return not self.searching and self.measured == self.dim and bool(self.retry)
+
     def _with_centre(self) -> bool:
         """Whether the pending ask starts with the centre (a gradient's first ask, when
         ``f(x)`` is unknown or rechecked)."""
@@ -135,6 +146,8 @@ class QuasiNewtonPhase:
         """The points of the next ask."""
         if self.searching:
             return 1
+        if self._retrying:
+            return len(self.retry)
         return min(BLOCK - int(self._with_centre()), self.dim - self.measured) + int(
             self._with_centre()
         )
@@ -149,13 +162,13 @@ class QuasiNewtonPhase:
                     break
         return [v / self.f_unit for v in values]
 
-    def _steps(self, start: int, stop: int) -> Any:
+    def _steps(self, start: int, stop: int, sign: float = 1.0) -> Any:
         """The difference steps of coordinates ``start:stop``, made exact in ``x``'s
-        precision (``(x + h) - x``)."""
+        precision (``(x + h) - x``; with ``sign = -1`` the backward ones, ``(x - h) - x``)."""
         xp, x = self.xp, self.x[start:stop]
         floor = self.length / math.sqrt(self.dim)
         h = math.sqrt(self.eps) * xp.maximum(xp.abs(x), xp.full_like(x, floor))
-        return (x + h) - x
+        return (x + sign * h) - x
 
     def point(self, i: int) -> Any:
         """Point ``i`` of the pending ask, a new ``(d,)`` array in the caller's namespace:
@@ -164,6 +177,10 @@ class QuasiNewtonPhase:
         if self.searching:
             return self.space.to_user(self.x + self.alpha * self.p)
         row = self.xp.asarray(self.x, copy=True)
+        if self._retrying:
+            j = self.retry[i]
+            row[j : j + 1] = self.x[j : j + 1] + self._steps(j, j + 1, -1.0)
+            return self.space.to_user(row)
         j = self.measured + i - int(self._with_centre())
         if j >= self.measured:
             row[j : j + 1] = self.x[j : j + 1] + self._steps(j, j + 1)
@@ -174,6 +191,8 @@ class QuasiNewtonPhase:
         in the caller's namespace (one copy of ``x`` a row, where stacked rows take two)."""
         if self.searching:
             return self.space.to_user(self.xp.reshape(self.x + self.alpha * self.p, (1, -1)))
+        if self._retrying:
+            return self.xp.stack([self.point(i) for i in range(len(self.retry))])
         n, centre, start = self.size(), int(self._with_centre()), self.measured
         block = self.space.empty((n, self.dim))
         block[...] = self.x
@@ -191,6 +210,8 @@ class QuasiNewtonPhase:
         if self.searching:
             self._judge(values[0])
             return False
+        if self._retrying:
+            return self._tell_backward(values)
         if self._with_centre():
             value, values = values[0], values[1:]
             if math.isnan(self.fx):
@@ -200,15 +221,33 @@ class QuasiNewtonPhase:
                 if self.previous is not None and max(value, self.fx) >= self.f_start:
                     self.x = self.start  # both values here above x0's: no confirmed progress
                 return False
-        if not (math.isfinite(self.fx) and all(math.isfinite(v) for v in values)):
+        start, n = self.measured, len(values)
+        failed = [start + i for i, v in enumerate(values) if not math.isfinite(v)]
+        if not math.isfinite(self.fx) or len(self.retry) + len(failed) > MAX_RETRIES:
             self.ended = "non-finite values"
             return False
-        start, n = self.measured, len(values)
-        differences = self.space.from_host([v - self.fx for v in values])
+        self.retry += failed  # (their differences are 0 until measured backwards)
+        differences = [v - self.fx if math.isfinite(v) else 0.0 for v in values]
+        differences = self.space.from_host(differences)
         self.g[start : start + n] = differences / self._steps(start, start + n)
         self.measured += n
-        if self.measured < self.dim:
+        if self.measured < self.dim or self.retry:
             return False
+        return self._gradient_complete()
+
+    def _tell_backward(self, values: list[float]) -> bool:
+        """The values at ``x - h_j e_j`` of the coordinates ``j`` whose forward value failed:
+        their backward differences, or the end of the phase where one fails again."""
+        if not all(math.isfinite(v) for v in values):
+            self.ended = "non-finite values"
+            return False
+        for j, v in zip(self.retry, values, strict=True):
+            self.g[j : j + 1] = self.space.from_host([v - self.fx]) / self._steps(j, j + 1, -1.0)
+        self.retry = []
+        return self._gradient_complete()
+
+    def _gradient_complete(self) -> bool:
+        """The gradient is measured: the next direction (True: an iteration of the run)."""
         self.measured = 0
         self.jac = self.g
         self._direction()
@@ -297,6 +336,7 @@ class QuasiNewtonPhase:
             "pairs_rho": [rho for _, _, rho in pairs],
             "searching": self.searching,
             "measured": self.measured,
+            "retry": list(self.retry),
             "steps": self.steps,
             "p": self.p,
             "slope": self.slope,
@@ -332,6 +372,7 @@ class QuasiNewtonPhase:
         phase.pairs = [] if s is None else [(s[i, ...], y[i, ...], r) for i, r in enumerate(rho)]
         phase.searching = bool(state["searching"])
         phase.measured, phase.steps = int(state["measured"]), int(state["steps"])
+        phase.retry = [int(j) for j in state.get("retry", [])]
         phase.p = vector(state["p"])
         phase.slope, phase.alpha = float(state["slope"]), float(state["alpha"])
         phase.trials = int(state["trials"])

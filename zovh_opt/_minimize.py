@@ -286,7 +286,8 @@ def minimize(
         quasi-Newton phase: forward-difference gradients (``d`` evaluations each, in asks of
         at most 64 points) and L-BFGS steps judged on function values alone, until a line
         search fails, a step no longer decreases ``f``, 100 steps, or noise (the centre
-        measured again) or non-finite values; the method then starts from its point with the
+        measured again) or values that fail forwards and backwards (a failed forward
+        difference is measured backwards); the method then starts from its point with the
         budget left. With ``bounds`` it runs in the coordinates the box map makes
         unconstrained, as the method does (every point it evaluates is in the box). Each
         gradient is an iteration; ``result.quasi_newton`` gives the phase's ``nit`` (steps),
