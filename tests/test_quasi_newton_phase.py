@@ -68,18 +68,23 @@ def test_a_gradient_is_forward_differences_in_asks_of_at_most_a_block():
 
 def test_the_ask_is_built_in_one_array_equal_to_its_points():
     """`points` (the block the run hands out) is `point(i)` stacked, bit for bit: the centre
-    and coordinate rows of each gradient ask, with and without the recheck, and the trials."""
+    and coordinate rows of each gradient ask, with and without the recheck, the backward rows
+    of failed coordinates, and the trials."""
     d = 150  # three gradient asks of at most BLOCK points
     f, _, _, _, _ = rotated_quadratic(d, 10.0)
     for recheck in (True, False):
         phase = QuasiNewtonPhase(np.linspace(-1, 2, d), 3.0, None, recheck=recheck)
         kinds = set()
-        for _ in range(12):
+        for ask in range(12):
             block, rows = np.asarray(phase.points()), points(phase)
             np.testing.assert_array_equal(block, rows)
-            kinds.add((phase.searching, phase._with_centre()))
-            phase.tell([float(f(p)) for p in rows])
-        assert kinds == {(True, False), (False, True), (False, False)}
+            kinds.add((phase.searching, phase._with_centre(), phase._retrying))
+            values = [float(f(p)) for p in rows]
+            if ask in (1, 2):  # a forward value fails in the first gradient's later asks
+                values[5] = math.nan
+            phase.tell(values)
+        expected = {(True, False, False), (False, True, False), (False, False, False)}
+        assert kinds == expected | {(False, False, True)}
 
 
 def test_the_first_step_is_a_tenth_of_l_along_minus_the_gradient_then_bfgs_steps():

@@ -191,11 +191,13 @@ class QuasiNewtonPhase:
         in the caller's namespace (one copy of ``x`` a row, where stacked rows take two)."""
         if self.searching:
             return self.space.to_user(self.xp.reshape(self.x + self.alpha * self.p, (1, -1)))
-        if self._retrying:
-            return self.xp.stack([self.point(i) for i in range(len(self.retry))])
-        n, centre, start = self.size(), int(self._with_centre()), self.measured
-        block = self.space.empty((n, self.dim))
+        block = self.space.empty((self.size(), self.dim))
         block[...] = self.x
+        if self._retrying:
+            for i, j in enumerate(self.retry):
+                block[i, j : j + 1] = self.x[j : j + 1] + self._steps(j, j + 1, -1.0)
+            return self.space.to_user(block)
+        n, centre, start = block.shape[0], int(self._with_centre()), self.measured
         steps = self._steps(start, start + n - centre)
         for i in range(n - centre):
             j = start + i
