@@ -310,16 +310,10 @@ def test_ask_and_tell_run_the_phase_as_minimize_does():
     assert mine.quasi_newton == res.quasi_newton
 
 
-@pytest.mark.parametrize("stop_at", [3, 5, 12, 40])  # in a gradient, in a line search, after
-def test_a_checkpoint_in_the_phase_continues_bit_for_bit(stop_at, tmp_path):
-    f, _, _, _, _ = rotated_quadratic(70, 100.0, seed=4)
-    x0 = np.ones(70)
-    options = {"maxfev": 2500}
-    whole = zovh_opt.Optimizer(x0, rng=7, options=options)
-    while not whole.done:
-        whole.tell([f(p) for p in whole.ask()])
-    opt = zovh_opt.Optimizer(x0, rng=7, options=options)
-    for _ in range(stop_at):
+def resumed(opt, f, asks, tmp_path):
+    """The result of ``opt`` run on ``f`` for ``asks`` asks, saved with the next one pending,
+    loaded and run to its end (the pending points checked equal)."""
+    for _ in range(asks):
         opt.tell([f(p) for p in opt.ask()])
     pending = opt.ask()
     opt.save(tmp_path / "run.npz")
@@ -328,7 +322,19 @@ def test_a_checkpoint_in_the_phase_continues_bit_for_bit(stop_at, tmp_path):
     loaded.tell([f(p) for p in np.asarray(loaded.pending)])
     while not loaded.done:
         loaded.tell([f(p) for p in loaded.ask()])
-    a, b = whole.result(), loaded.result()
+    return loaded.result()
+
+
+@pytest.mark.parametrize("stop_at", [3, 5, 12, 40])  # in a gradient, in a line search, after
+def test_a_checkpoint_in_the_phase_continues_bit_for_bit(stop_at, tmp_path):
+    f, _, _, _, _ = rotated_quadratic(70, 100.0, seed=4)
+    x0 = np.ones(70)
+    options = {"maxfev": 2500}
+    whole = zovh_opt.Optimizer(x0, rng=7, options=options)
+    while not whole.done:
+        whole.tell([f(p) for p in whole.ask()])
+    b = resumed(zovh_opt.Optimizer(x0, rng=7, options=options), f, stop_at, tmp_path)
+    a = whole.result()
     assert np.array_equal(a.x, b.x) and a.nfev == b.nfev and a.quasi_newton == b.quasi_newton
 
 
@@ -357,17 +363,8 @@ def test_a_run_with_sporadic_failures_keeps_the_phase_and_resumes_mid_retry(tmp_
     assert sum(backward) >= 5 and res.quasi_newton["nit"] >= 10
     assert res.fun - f_opt <= 1e-4 * (f(x0) - f_opt)  # (the method alone: 1e-2)
     opt = zovh_opt.Optimizer(x0, rng=7, options=options)
-    for _ in range(backward.index(True)):
-        opt.tell([g(p) for p in opt.ask()])
-    pending = opt.ask()
-    assert opt._quasi_newton._retrying
-    opt.save(tmp_path / "run.npz")
-    loaded = zovh_opt.Optimizer.load(tmp_path / "run.npz")
-    assert np.array_equal(np.asarray(loaded.pending), np.asarray(pending))
-    loaded.tell([g(p) for p in np.asarray(loaded.pending)])
-    while not loaded.done:
-        loaded.tell([g(p) for p in loaded.ask()])
-    mine = loaded.result()
+    mine = resumed(opt, g, backward.index(True), tmp_path)
+    assert opt._quasi_newton._retrying  # it was saved at the backward ask
     assert np.array_equal(mine.x, res.x) and mine.nfev == res.nfev
     assert mine.quasi_newton == res.quasi_newton
 
