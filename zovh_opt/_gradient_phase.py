@@ -177,14 +177,19 @@ class QuasiNewtonPhase:
         if self.searching:
             return self.space.to_user(self.x + self.alpha * self.p)
         row = self.xp.asarray(self.x, copy=True)
-        if self._retrying:
-            j = self.retry[i]
-            row[j : j + 1] = self.x[j : j + 1] + self._steps(j, j + 1, -1.0)
-            return self.space.to_user(row)
-        j = self.measured + i - int(self._with_centre())
-        if j >= self.measured:
-            row[j : j + 1] = self.x[j : j + 1] + self._steps(j, j + 1)
+        moved = self._moved(i)
+        if moved is not None:
+            j, sign = moved
+            row[j : j + 1] = self.x[j : j + 1] + self._steps(j, j + 1, sign)
         return self.space.to_user(row)
+
+    def _moved(self, i: int) -> tuple[int, float] | None:
+        """The coordinate that row ``i`` of a gradient ask moves, and the direction (``-1``:
+        backwards, after a failed value); ``None`` for the centre."""
+        if self._retrying:
+            return self.retry[i], -1.0
+        j = self.measured + i - int(self._with_centre())
+        return (j, 1.0) if j >= self.measured else None
 
     def points(self) -> Any:
         """The pending ask's points, ``point(i)`` for every ``i``, as one new ``(n, d)`` array
@@ -193,12 +198,13 @@ class QuasiNewtonPhase:
             return self.space.to_user(self.xp.reshape(self.x + self.alpha * self.p, (1, -1)))
         block = self.space.empty((self.size(), self.dim))
         block[...] = self.x
-        if self._retrying:
-            for i, j in enumerate(self.retry):
-                block[i, j : j + 1] = self.x[j : j + 1] + self._steps(j, j + 1, -1.0)
+        if self._retrying:  # a few rows: each its own step
+            for i in range(block.shape[0]):
+                j, sign = self._moved(i)
+                block[i, j : j + 1] = self.x[j : j + 1] + self._steps(j, j + 1, sign)
             return self.space.to_user(block)
         n, centre, start = block.shape[0], int(self._with_centre()), self.measured
-        steps = self._steps(start, start + n - centre)
+        steps = self._steps(start, start + n - centre)  # the block's steps in one pass
         for i in range(n - centre):
             j = start + i
             block[centre + i, j : j + 1] = self.x[j : j + 1] + steps[i : i + 1]

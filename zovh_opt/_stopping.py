@@ -202,8 +202,7 @@ class StoppingRules:
             # relative to the estimates, as SciPy's ftol; below the precision of f at x0 no
             # decrease is real (0.1.0 took ftol of that scale too, which stopped a run at
             # f - f* = 1e-12 |f(x0)|, far above COCO's targets for |f(x0)| ~ 1e7)
-            floor = self.eps * f_scale
-            if before - after <= max(opts["ftol"] * max(abs(before), abs(after)), floor):
+            if self._no_decrease(before, after, f_scale):  # (False before a first window)
                 return STALLED
         if opts["xtol"] is not None and step_length <= opts["xtol"] * length_scale:
             return Stop(SUCCESS, "The steps became shorter than xtol times the length scale of x0.")
@@ -215,9 +214,16 @@ class StoppingRules:
         value, self.converged_value = self.converged_value, None
         if value is None or lowest is None:
             return None
-        if value - lowest > max(self.options["ftol"] * abs(value), self.eps * f_scale):
+        if not self._no_decrease(value, lowest, f_scale):
             return None
         return Stop(SUCCESS, PHASE_MESSAGE.format(value=value, window=self.options["ftol_window"]))
+
+    def _no_decrease(self, before: float, after: float, f_scale: float) -> bool:
+        """Whether ``after`` is below ``before`` by at most ``ftol`` times the larger of
+        their magnitudes, or by at most the precision of f at ``x0`` (``eps`` times its scale
+        ``f_scale``); False where ``before`` is ``nan``."""
+        tolerance = max(self.options["ftol"] * max(abs(before), abs(after)), self.eps * f_scale)
+        return before - after <= tolerance
 
     def target_reached(self, value: float | None) -> Stop | None:
         """The stop of ``ftarget`` where ``value`` (the lowest value evaluated, or an f
