@@ -10,6 +10,7 @@ import pytest
 import zovh_opt
 from zovh_opt._methods.zovh_preconditioned import default_pairs
 from zovh_opt._noise import PROBE, measurements  # x0's and the best point's values
+from zovh_opt._stopping import CONVERGED_WINDOW
 
 D = 40
 
@@ -200,21 +201,35 @@ def rules_after_a_converged_phase(value):
     [(1.0, True), (1.0 - 1e-13, True), (1.0 - 1e-9, False), (0.5, False)],
     ids=["none-lower", "lower-within-ftol", "lower", "much-lower"],
 )
-def test_after_a_converged_phase_the_first_window_decides(lowest, stops):
-    """The first ftol window after a converged quasi-Newton phase ends the run where no value
-    below the phase's was found (beyond ftol = 1e-12 relative); else the windows go on as
-    always, the phase's value forgotten."""
+def test_after_a_converged_phase_the_methods_first_iterations_decide(lowest, stops):
+    """The method's first CONVERGED_WINDOW (10) iterations after a converged quasi-Newton
+    phase end the run where they found no value below the phase's (beyond ftol = 1e-12
+    relative); else the ftol windows go on as always, the phase's value forgotten."""
     rules = rules_after_a_converged_phase(1.0)
     window = rules.options["ftol_window"]
+    assert CONVERGED_WINDOW == 10 < window == 50
     values = np.array([1.0, 2.0])
     verdicts = [rules.after_iteration(1.5, lowest, 1.0, 1.0, 1.0, values) for _ in range(window)]
-    assert verdicts[:-1] == [None] * (window - 1)
+    decided = verdicts[CONVERGED_WINDOW - 1]
+    assert verdicts[: CONVERGED_WINDOW - 1] == [None] * (CONVERGED_WINDOW - 1)
     if stops:
-        assert verdicts[-1].status == 0
-        assert verdicts[-1].message.startswith("The quasi-Newton phase converged at f = 1, ")
+        assert decided.status == 0
+        assert decided.message.startswith("The quasi-Newton phase converged at f = 1, ")
+        assert "method's first 10 iterations" in decided.message
     else:
-        assert verdicts[-1] is None and rules.converged_value is None
+        assert verdicts[CONVERGED_WINDOW - 1 :] == [None] * (window - CONVERGED_WINDOW + 1)
+        assert rules.converged_value is None
         assert rules.previous_median == 1.5  # the ordinary window, compared with the next
+
+
+def test_a_shorter_ftol_window_decides_after_a_converged_phase():
+    """A user's ftol_window shorter than CONVERGED_WINDOW is the iterations that decide."""
+    rules = zovh_opt.Optimizer(np.ones(4), rng=0, options={"ftol_window": 4})._stopping
+    rules.converged_value = 1.0
+    values = np.array([1.0, 2.0])
+    verdicts = [rules.after_iteration(1.5, 1.0, 1.0, 1.0, 1.0, values) for _ in range(4)]
+    assert verdicts[:3] == [None] * 3
+    assert "method's first 4 iterations" in verdicts[3].message
 
 
 def test_the_converged_phase_value_survives_a_checkpoint_and_old_ones_load_without_it():

@@ -30,7 +30,7 @@ run's method then starts from the phase's point with the budget that is left
 found noise and both values at its point are above ``f(x0)`` (a step accepted on an
 outlier), the method starts at ``x0``, with the pairs of a noisy run. Where it converged (no
 decrease, a failed line search, a zero gradient), the run ends after the method's first
-``ftol`` window if that found no lower value (`zovh_opt._stopping`).
+10 iterations if they found no lower value (`zovh_opt._stopping`).
 The phase keeps no curvature for the method: its secant pairs describe the path, not the
 model the method learns from its own pairs. With bounds it works in the run's coordinates
 ``z``, where the box map ``x = phi(z)`` (`zovh_opt._bounds`) is continuously differentiable:

@@ -246,9 +246,9 @@ def minimize(
         floor), none with a fixed rate. ``tol`` sets it. With the step rule the first 3 times
         the test fires the run goes on at a 10 times finer scale instead (a stall is not yet
         convergence: a rugged objective looks like noise at one scale; ``_safeguard``).
-        After a quasi-Newton phase that converged (``quasi_newton``), the first window ends
-        the run where no value lower than the phase's by more than ``ftol`` (relative) was
-        found.
+        After a quasi-Newton phase that converged (``quasi_newton``), the method's first 10
+        iterations (``ftol_window``, if fewer) end the run where they found no value lower
+        than the phase's by more than ``ftol`` (relative).
     ftol_window : int, optional
         Iterations per ``ftol`` window; by default those of ``2 d`` evaluations, at least 50.
     xtol : float or "auto", default "auto"

@@ -13,9 +13,10 @@ or goes on at a finer scale is the safeguard's decision (`zovh_opt._safeguard`).
   of ``2 d`` evaluations, at least 50) is lower than the window before's by at most ``ftol``
   times their magnitude, or than the precision of f at ``x0`` (``eps`` times its scale);
   ``"auto"`` is ``1e-12`` with the step rule, none with a fixed rate; after a quasi-Newton
-  phase that converged (`zovh_opt._gradient_phase`), the first window instead ends the run
-  where no value below the phase's by more than ``ftol`` (relative, or the precision of f)
-  was evaluated: the method's exploration from the phase's minimum found nothing;
+  phase that converged (`zovh_opt._gradient_phase`), the method's first `CONVERGED_WINDOW`
+  iterations (or ``ftol_window``, if fewer) end the run where they evaluated no value below
+  the phase's by more than ``ftol`` (relative, or the precision of f): the method's
+  exploration from the phase's minimum found nothing;
 - ``xtol``: the step length is below ``xtol`` times the length scale of ``x0``; ``"auto"`` is
   ``1e-3 sqrt(eps)`` with the step rule, none with a fixed rate;
 - ``flat_iterations``: every value of that many iterations in a row was one and the same
@@ -42,6 +43,9 @@ RUNNING = -1
 MAXFEV_PER_DIMENSION = 1000  # the default budget, maxfev = 1000 d (SciPy's Powell: 1000 d)
 FTOL = 1e-12  # default ftol with the step rule "auto": the f estimates have stopped decreasing
 FTOL_WINDOW = 50  # iterations of an ftol window at least; by default those of 2 d evaluations
+# iterations of the method after a converged quasi-Newton phase that decide whether it found a
+# lower value (COCO bbob, docs' theory page: 10 against a whole ftol window of 50)
+CONVERGED_WINDOW = 10
 XTOL_PER_SQRT_EPS = 1e-3  # default xtol = 1e-3 sqrt(eps): 1.5e-11 (float64), 3.5e-7 (float32)
 # default flat_iterations: the step rule only shrinks the queries on a plateau (every trial
 # ties with its centre), so one of this many flat batches in a row is not left
@@ -143,7 +147,9 @@ class StoppingRules:
         self.flat = 0  # iterations in a row whose values were all one number
         self.flat_value = math.nan  # that number
         self.varied = False  # whether the run has seen two different values
-        self.converged_value = None  # f where a quasi-Newton phase converged, until a window
+        # f where a quasi-Newton phase converged, until the method's first CONVERGED_WINDOW
+        # iterations have been compared with it
+        self.converged_value = None
 
     def iteration_budget(self, points_per_iteration: int, final_evaluations: int) -> int:
         """The iterations the run can take: ``maxiter``, or as many as ``maxfev`` pays for
@@ -193,10 +199,11 @@ class StoppingRules:
         if plateau is not None:
             return plateau
         self.recent.append(f_estimate)
-        if opts["ftol"] is not None and len(self.recent) == opts["ftol_window"]:
+        if opts["ftol"] is not None and len(self.recent) == self._converged_window():
             converged = self._after_convergence(lowest, f_scale)
             if converged is not None:
                 return converged
+        if opts["ftol"] is not None and len(self.recent) == opts["ftol_window"]:
             before, after = self.previous_median, statistics.median(self.recent)
             self.recent, self.previous_median = [], after
             # relative to the estimates, as SciPy's ftol; below the precision of f at x0 no
@@ -208,15 +215,24 @@ class StoppingRules:
             return Stop(SUCCESS, "The steps became shorter than xtol times the length scale of x0.")
         return None
 
+    def _converged_window(self) -> int | None:
+        """The iterations of the method that decide after a converged quasi-Newton phase;
+        ``None`` where no phase converged (or they have decided)."""
+        if self.converged_value is None:
+            return None
+        return min(CONVERGED_WINDOW, self.options["ftol_window"])
+
     def _after_convergence(self, lowest: float | None, f_scale: float) -> Stop | None:
-        """At the end of the first window after a converged quasi-Newton phase: the stop
-        where no value below the phase's was found (within ``ftol`` or the precision of f)."""
+        """After the method's first `CONVERGED_WINDOW` iterations that follow a converged
+        quasi-Newton phase: the stop where no value below the phase's was found (within
+        ``ftol`` or the precision of f)."""
+        window = self._converged_window()
         value, self.converged_value = self.converged_value, None
         if value is None or lowest is None:
             return None
         if not self._no_decrease(value, lowest, f_scale):
             return None
-        return Stop(SUCCESS, PHASE_MESSAGE.format(value=value, window=self.options["ftol_window"]))
+        return Stop(SUCCESS, PHASE_MESSAGE.format(value=value, window=window))
 
     def _no_decrease(self, before: float, after: float, f_scale: float) -> bool:
         """Whether ``after`` is below ``before`` by at most ``ftol`` times the larger of
