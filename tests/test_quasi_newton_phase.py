@@ -12,7 +12,15 @@ import pytest
 import scipy.optimize
 
 import zovh_opt
-from zovh_opt._gradient_phase import BLOCK, MAX_RETRIES, MIN_GRADIENTS, QuasiNewtonPhase
+from zovh_opt._gradient_phase import (
+    BLOCK,
+    MAX_RETRIES,
+    MAX_STEPS,
+    MEMORY,
+    MIN_GRADIENTS,
+    SMALL_D_STEPS,
+    QuasiNewtonPhase,
+)
 
 
 def rotated_quadratic(d: int, condition: float, seed: int = 0):
@@ -103,6 +111,27 @@ def test_the_first_step_is_a_tenth_of_l_along_minus_the_gradient_then_bfgs_steps
     assert phase.ended == "no decrease" and phase.steps < 40  # L-BFGS on condition 10
     # it ends where a step no longer decreases f: the gap is at the rounding of f
     assert f(np.asarray(phase.x)) - f_opt <= 1e-12 * (f(x0) - f_opt)
+
+
+@pytest.mark.parametrize("d", [5, 12])
+def test_the_step_limit_holds_where_d_is_at_least_the_memory(d):
+    """sum((i x_i)^8): a degenerate minimum, where L-BFGS converges linearly. Below d = MEMORY
+    (10) the secant pairs span the space and the phase goes on past MAX_STEPS until it
+    converges; from there on it ends after MAX_STEPS steps."""
+
+    def f(x):
+        return float(np.sum((np.arange(1, d + 1) * x) ** 8))
+
+    x0 = np.ones(d)
+    phase = QuasiNewtonPhase(x0, float(np.linalg.norm(x0)), f(x0), recheck=False)
+    drive(phase, f, 10_000)
+    if d < MEMORY:
+        assert phase.max_steps == SMALL_D_STEPS
+        assert phase.ended in ("line search", "no decrease") and MAX_STEPS < phase.steps < 300
+        assert f(np.asarray(phase.x)) < 1e-50
+    else:
+        assert phase.max_steps == MAX_STEPS
+        assert phase.ended == "steps" and phase.steps == MAX_STEPS
 
 
 def test_a_value_that_does_not_repeat_ends_the_phase_as_noise():

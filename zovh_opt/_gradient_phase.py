@@ -23,7 +23,8 @@ the objective is deterministic, a ``"zovh"`` run starts with:
 
 The phase ends when a line search fails (`BACKTRACKS` trials), when an accepted step does
 not decrease ``f`` (Armijo's condition met within rounding: the steps are below the precision
-of ``f`` and of its differences; there is no relative ``ftol``), after `MAX_STEPS` steps,
+of ``f`` and of its differences; there is no relative ``ftol``), after `MAX_STEPS` steps
+(`SMALL_D_STEPS` where ``d < MEMORY``: the secant pairs span the space),
 when the centre's value does not repeat (noise) or a coordinate's values fail both ways; the
 run's method then starts from the phase's point with the budget that is left
 (`zovh_opt.Optimizer`), resolving its ``"auto"`` options for that budget. Where the phase
@@ -69,8 +70,11 @@ BACKTRACKS = 30  # trials of one line search before the phase ends
 MAX_RETRIES = BLOCK  # coordinates of a gradient measured backwards after a failed forward
 # value, in one ask; more failures than that end the phase (f fails there, not sporadically)
 MIN_GRADIENTS = 3  # the phase runs where maxfev pays for this many gradients at least
-MAX_STEPS = 100  # and ends after this many steps: an objective not solved by then is one
-# whose conditioning the method's curvature model learns better than MEMORY secant pairs
+MAX_STEPS = 100  # and ends after this many steps where d >= MEMORY: an objective not solved
+# by then is one whose conditioning the method's curvature model learns better than MEMORY
+# secant pairs; where d < MEMORY the pairs span the space (close to full BFGS) and on COCO
+# bbob (f6, f12: docs' theory page) the phase did better than the model: SMALL_D_STEPS
+SMALL_D_STEPS = 1000
 
 
 class QuasiNewtonPhase:
@@ -128,6 +132,12 @@ class QuasiNewtonPhase:
     @property
     def dim(self) -> int:
         return self.space.dim
+
+    @property
+    def max_steps(self) -> int:
+        """The steps after which the phase ends: `MAX_STEPS`, or `SMALL_D_STEPS` where
+        ``d < MEMORY``."""
+        return SMALL_D_STEPS if self.dim < MEMORY else MAX_STEPS
 
     @property
     def _retrying(self) -> bool:
@@ -305,7 +315,7 @@ class QuasiNewtonPhase:
             self.steps += 1
             if not decreased:  # no relative ftol: it ended runs short of L-BFGS-B (theory page)
                 self.ended = "no decrease"
-            elif self.steps >= MAX_STEPS:
+            elif self.steps >= self.max_steps:
                 self.ended = "steps"
             return
         if self.trials >= BACKTRACKS:

@@ -285,15 +285,16 @@ def minimize(
         ``"off"``, whose budget pays for three gradients, starts with a finite-difference
         quasi-Newton phase: forward-difference gradients (``d`` evaluations each, in asks of
         at most 64 points) and L-BFGS steps judged on function values alone, until a line
-        search fails, a step no longer decreases ``f``, 100 steps, or noise (the centre
-        measured again) or values that fail forwards and backwards (a failed forward
-        difference is measured backwards); the method then starts from its point with the
-        budget left. With ``bounds`` it runs in the coordinates the box map makes
-        unconstrained, as the method does (every point it evaluates is in the box). Each
-        gradient is an iteration; ``result.quasi_newton`` gives the phase's ``nit`` (steps),
-        ``nfev`` and why it ``ended`` (``None``: still running at the end). On smooth
-        deterministic problems it is what finite-difference L-BFGS-B is, with a line search
-        that costs one evaluation a trial (docs, *Theory*, *The quasi-Newton phase*).
+        search fails, a step no longer decreases ``f``, 100 steps (1000 where ``d < 10``,
+        the secant pairs' memory), or noise (the centre measured again) or values that fail
+        forwards and backwards (a failed forward difference is measured backwards); the
+        method then starts from its point with the budget left. With ``bounds`` it runs in
+        the coordinates the box map makes unconstrained, as the method does (every point it
+        evaluates is in the box). Each gradient is an iteration; ``result.quasi_newton``
+        gives the phase's ``nit`` (steps), ``nfev`` and why it ``ended`` (``None``: still
+        running at the end). On smooth deterministic problems it is what finite-difference
+        L-BFGS-B is, with a line search that costs one evaluation a trial (docs, *Theory*,
+        *The quasi-Newton phase*).
         ``False``: the method from ``x0``.
     final_evaluations : int, default 1 (10 for a noisy objective)
         Evaluations at the final iterate; for a noisy objective also at ``x0`` (before the
