@@ -207,7 +207,9 @@ def test_a_start_of_extreme_size_gives_finite_points_and_progress(dtype, scale):
 
 def test_f_scaled_by_powers_of_two_up_to_1e305_gives_the_same_iterates():
     reference = zovh_opt.minimize(shifted_sphere, np.ones(10), rng=0)
-    assert reference.success and reference.fun < 1e-20
+    # the quasi-Newton phase converges at the precision of its forward differences, 1e-16
+    # relative to f(x0) = 4.9, and the method's first 10 iterations find nothing lower
+    assert reference.success and reference.fun < 1e-15
     for k in (-900, -660, 660, 1015):  # 1e-271 ... 1e305
         s = math.ldexp(1.0, k)
         res = zovh_opt.minimize(lambda x, s=s: s * shifted_sphere(x), np.ones(10), rng=0)
