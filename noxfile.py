@@ -30,9 +30,11 @@ def tests_gpu(session: nox.Session) -> None:
 
 @nox.session
 def lint(session: nox.Session) -> None:
-    """ruff over the package, tests and examples."""
-    session.install("ruff")
-    session.run("ruff", "check", "zovh_opt", "tests", "examples", "noxfile.py", "docs/conf.py")
+    """ruff's lint and formatter check over the package, tests, examples and tools."""
+    session.install("ruff==0.17.6")
+    paths = ("zovh_opt", "tests", "examples", "tools", "noxfile.py", "docs/conf.py")
+    session.run("ruff", "check", *paths)
+    session.run("ruff", "format", "--check", *paths)
 
 
 @nox.session

@@ -148,8 +148,12 @@ def test_fun_may_write_into_its_argument(mode):
         kwargs = {"workers": lambda func, xs: [func(x) for x in xs]}
     res = zovh_opt.minimize(vandal, np.ones(D), rng=0, options={"maxiter": 30}, **kwargs)
     clean = zovh_opt.minimize(  # the same sums (a batch's rows round as the batch's sum does)
-        (lambda x: np.sum(x * x, axis=-1)) if mode == "vectorized" else
-        (lambda x: float(np.sum(x * x))), np.ones(D), rng=0, options={"maxiter": 30},
+        (lambda x: np.sum(x * x, axis=-1))
+        if mode == "vectorized"
+        else (lambda x: float(np.sum(x * x))),
+        np.ones(D),
+        rng=0,
+        options={"maxiter": 30},
         vectorized=mode == "vectorized",
     )
     assert res.fun == float(np.sum(res.x * res.x)) and np.array_equal(res.x, clean.x)
@@ -214,7 +218,9 @@ def test_torch_x0_with_gradients_is_detached():
 def test_the_result_prints_in_a_few_lines():
     """0.1.0 printed 30 to 318 KB after a 30 000-evaluation run: the whole trace, as lists."""
     res = zovh_opt.minimize(
-        lambda x: float(x @ x), np.ones(1000), rng=0,
+        lambda x: float(x @ x),
+        np.ones(1000),
+        rng=0,
         options={"maxfev": 30_001, "maxiter": 10**6, "quasi_newton": False},  # counts: the method's
     )
     per_iteration = 2 * default_pairs(1000)  # 24 points, then 1 final evaluation

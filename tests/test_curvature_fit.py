@@ -196,7 +196,9 @@ def test_small_spheres_take_a_fraction_of_the_evaluations(d, limit):
         rng = np.random.default_rng(seed)
         optimum, x0 = rng.uniform(-3, 3, d), rng.uniform(-3, 3, d)
         res = zovh_opt.minimize(
-            lambda x, o=optimum: float((x - o) @ (x - o)), x0, rng=seed,
+            lambda x, o=optimum: float((x - o) @ (x - o)),
+            x0,
+            rng=seed,
             options={"maxfev": 100 * d},
         )
         reached = res.trace["fun"] <= 1e-8
@@ -215,7 +217,9 @@ def test_noise_turns_the_fit_off(monkeypatch):
         draws = np.random.default_rng(8)
         return zovh_opt.minimize(
             lambda x: 0.5 * float(x @ H @ x) + 1e-9 * draws.standard_normal(),
-            np.ones(d), rng=2, options={"maxfev": 600, "noisy": True},
+            np.ones(d),
+            rng=2,
+            options={"maxfev": 600, "noisy": True},
         )
 
     with_fit = run()

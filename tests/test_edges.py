@@ -367,8 +367,13 @@ def test_the_progress_bar_counts_the_iterations_maxfev_pays_for(capsys):
             np.ones(50),
             rng=0,
             # the method's iterations (a phase's gradients cost d + 1 evaluations each)
-            options={"progress": True, "maxfev": 3000, "ftol": None, "xtol": None,
-                     "quasi_newton": False},
+            options={
+                "progress": True,
+                "maxfev": 3000,
+                "ftol": None,
+                "xtol": None,
+                "quasi_newton": False,
+            },
         )
     err = capsys.readouterr().err
     n = res.nit  # 213: 10 evaluations measure x0 and the best point (`zovh_opt._noise`)

@@ -34,6 +34,8 @@ class Recorder:
         finite = [(v, i) for i, v in enumerate(self.values) if math.isfinite(v)]
         v, i = min(finite)
         return v, self.points[i]
+
+
 # these tests count the method's iterations and asks: the quasi-Newton phase is off (its
 # failures: tests/test_quasi_newton_phase.py)
 METHOD = {"quasi_newton": False}

@@ -95,8 +95,13 @@ def options(draw):
 @example(  # found once: the robust spread of residuals near 1e300, squared, overflowed
     d=1,
     method="zovh",
-    opts={"noisy": True, "smoothing": 1.0, "directions": "vectors", "final_evaluations": 1,
-          "maxiter": 1},
+    opts={
+        "noisy": True,
+        "smoothing": 1.0,
+        "directions": "vectors",
+        "final_evaluations": 1,
+        "maxiter": 1,
+    },
     kind="huge",
     seed=0,
 )

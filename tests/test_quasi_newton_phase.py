@@ -402,11 +402,13 @@ def test_a_run_with_sporadic_failures_keeps_the_phase_and_resumes_mid_retry(tmp_
 def test_the_phase_keeps_the_dtype_and_namespace(backend):
     xp = backend.xp
     x0 = backend.asarray(np.ones(12), dtype=np.float32)
-    res = zovh_opt.minimize(lambda x: float(xp.sum((x - 0.25) ** 2)), x0, rng=0,
-                            options={"maxfev": 600})
+    res = zovh_opt.minimize(
+        lambda x: float(xp.sum((x - 0.25) ** 2)), x0, rng=0, options={"maxfev": 600}
+    )
     assert res.x.dtype == x0.dtype and res.quasi_newton["nfev"] > 0
-    short = zovh_opt.minimize(lambda x: float(xp.sum((x - 0.25) ** 2)), x0, rng=0,
-                              options={"maxfev": 60})  # ends in the phase: its gradient
+    short = zovh_opt.minimize(
+        lambda x: float(xp.sum((x - 0.25) ** 2)), x0, rng=0, options={"maxfev": 60}
+    )  # ends in the phase: its gradient
     assert short.quasi_newton["ended"] is None and "hess_inv" not in short
     jac = backend.to_numpy(short.jac)
     assert type(short.jac) is type(x0) and short.jac.dtype == x0.dtype
@@ -416,9 +418,13 @@ def test_the_phase_keeps_the_dtype_and_namespace(backend):
 
 def test_the_callback_sees_each_gradient_of_the_phase():
     seen = []
-    res = zovh_opt.minimize(lambda x: float(x @ x), np.ones(8), rng=0,
-                            callback=lambda intermediate_result: seen.append(intermediate_result),
-                            options={"maxfev": 400})
+    res = zovh_opt.minimize(
+        lambda x: float(x @ x),
+        np.ones(8),
+        rng=0,
+        callback=lambda intermediate_result: seen.append(intermediate_result),
+        options={"maxfev": 400},
+    )
     assert len(seen) == res.nit and seen[0].nit == 1
     assert seen[0].nfev == 2 + 9  # x0 twice, then the centre again and 8 coordinates
     assert seen[1].fun < seen[0].fun

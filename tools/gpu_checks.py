@@ -196,9 +196,7 @@ def quality(seeds=(0, 1, 2)):
                 finals.append(res.fun)
                 nfevs.append(res.nfev)
             each = ", ".join(f"{v:.2g}" for v in finals)
-            print(
-                f"| {title} | {name} | {np.median(finals):.3g} | {each} | {nfevs} |", flush=True
-            )
+            print(f"| {title} | {name} | {np.median(finals):.3g} | {each} | {nfevs} |", flush=True)
 
 
 if __name__ == "__main__":

@@ -32,8 +32,10 @@ def main(d: int = 3000, iterations: int = 40) -> None:
                     errors.append(np.linalg.norm(a - moved) / np.linalg.norm(moved))
         opt.tell([float(rosenbrock(p)) for p in points])
     e = np.array(errors)
-    print(f"{e.size} adopted transports: relative error min {e.min():.3f}, "
-          f"median {np.median(e):.3f}, max {e.max():.3f}")
+    print(
+        f"{e.size} adopted transports: relative error min {e.min():.3f}, "
+        f"median {np.median(e):.3f}, max {e.max():.3f}"
+    )
 
 
 if __name__ == "__main__":

@@ -157,8 +157,7 @@ def to_host_floats(values: Any, what: str) -> list[float]:
         return [float(v) for v in to_numpy(values).tolist()]
     plain = type(values) in (list, tuple)  # the common case, without the ABC checks below
     if not plain and (
-        isinstance(values, (str, bytes, Mapping, AbstractSet))
-        or not hasattr(values, "__iter__")
+        isinstance(values, (str, bytes, Mapping, AbstractSet)) or not hasattr(values, "__iter__")
     ):
         # a dict's iteration gives its keys, a set's an arbitrary order: neither are values
         raise TypeError(

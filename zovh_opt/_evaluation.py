@@ -108,8 +108,10 @@ def _evaluate_batch(call: _Call, out: list, points: Callable[[list[int]], Any]) 
 def _evaluate_mapped(mapper: Callable[..., Any], call: _Call, out: list, point: Any) -> None:
     todo = _missing(out)
     mapped = mapper(call, (point(i) for i in todo))
-    if mapped is None or isinstance(mapped, (Mapping, AbstractSet)) or not hasattr(
-        mapped, "__iter__"
+    if (
+        mapped is None
+        or isinstance(mapped, (Mapping, AbstractSet))
+        or not hasattr(mapped, "__iter__")
     ):
         raise TypeError(
             "workers must be a map-like callable that returns the values in the order of the "

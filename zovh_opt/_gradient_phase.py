@@ -148,9 +148,7 @@ class QuasiNewtonPhase:
     def _with_centre(self) -> bool:
         """Whether the pending ask starts with the centre (a gradient's first ask, when
         ``f(x)`` is unknown or rechecked)."""
-        return not self.searching and self.measured == 0 and (
-            self.recheck or math.isnan(self.fx)
-        )
+        return not self.searching and self.measured == 0 and (self.recheck or math.isnan(self.fx))
 
     def size(self) -> int:
         """The points of the next ask."""

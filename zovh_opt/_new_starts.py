@@ -129,6 +129,7 @@ def minimize_with_new_starts(
 
 def _combined(results: list[OptimizeResult]) -> OptimizeResult:
     """The best run's result, with every run's evaluations and iterations counted."""
+
     def rank(i: int) -> tuple[bool, float]:
         return not math.isfinite(results[i].fun), results[i].fun
 
@@ -136,9 +137,7 @@ def _combined(results: list[OptimizeResult]) -> OptimizeResult:
     out = OptimizeResult(results[best])
     out.nfev = sum(r.nfev for r in results)
     out.nit = sum(r.nit for r in results)
-    out.runs = [
-        {"fun": r.fun, "nfev": r.nfev, "nit": r.nit, "status": r.status} for r in results
-    ]
+    out.runs = [{"fun": r.fun, "nfev": r.nfev, "nit": r.nit, "status": r.status} for r in results]
     out.best_run = best
     if len(results) > 1:
         out.message = f"best of {len(results)} runs (run {best}): {results[best].message}"

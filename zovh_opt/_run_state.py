@@ -115,9 +115,11 @@ def restore(cls: type, state: dict[str, Any]) -> Any:
     run._phase, run._pending = state["phase"], state["pending"]
     run._partial = [None if v is None else float(v) for v in state["partial"]]
     running = run._quasi_newton is not None and not run._quasi_newton.done
-    if (run._pending is None) != (not run._partial) or (
-        run._pending == "iterate" and not run._step.asked
-    ) or ((run._phase == GRADIENT) != running):
+    if (
+        (run._pending is None) != (not run._partial)
+        or (run._pending == "iterate" and not run._step.asked)
+        or ((run._phase == GRADIENT) != running)
+    ):
         raise ValueError("the pending ask and its values disagree")
     run._trace = Trace({k: v.tolist() for k, v in state["trace"].items()})
     run._elapsed = float(state["elapsed"])
@@ -132,8 +134,7 @@ def restoring(path: Any, state: dict[str, Any], written_by: str) -> Iterator[Non
         yield
     except ImportError as error:
         raise CheckpointError(
-            f"{path} holds arrays of {state['space']['namespace']}, which is not "
-            f"installed: {error}"
+            f"{path} holds arrays of {state['space']['namespace']}, which is not installed: {error}"
         ) from error
     except KeyError as error:
         raise CheckpointError(

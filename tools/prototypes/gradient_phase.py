@@ -134,15 +134,27 @@ def quasi_newton_phase(f: _Counted, x0: np.ndarray, fx: float) -> tuple[np.ndarr
             return x, "ftol"
 
 
-def minimize_with_phase(original: Any, fun: Any, x0: Any, args: tuple = (), method: str = "zovh",
-                        options: dict | None = None, rng: Any = None, **kwargs: Any) -> Any:
+def minimize_with_phase(
+    original: Any,
+    fun: Any,
+    x0: Any,
+    args: tuple = (),
+    method: str = "zovh",
+    options: dict | None = None,
+    rng: Any = None,
+    **kwargs: Any,
+) -> Any:
     """``zovh_opt.minimize`` with the phase first (module docstring)."""
     options = dict(options or {})
     x0 = np.asarray(x0, dtype=float)
     d = x0.shape[0]
     maxfev = options.get("maxfev") or 1000 * d
-    plain = (not ENABLED or method != "zovh" or kwargs.get("bounds") is not None
-             or any(k in options for k in ("learning_rate", "noisy", "curvature")))
+    plain = (
+        not ENABLED
+        or method != "zovh"
+        or kwargs.get("bounds") is not None
+        or any(k in options for k in ("learning_rate", "noisy", "curvature"))
+    )
     if plain or maxfev < MIN_BUDGET * (d + 1) + 2:
         return original(fun, x0, args, method=method, options=options, rng=rng, **kwargs)
     f = _Counted(fun, args, maxfev)
@@ -167,13 +179,21 @@ def minimize_with_phase(original: Any, fun: Any, x0: Any, args: tuple = (), meth
     try:
         if left < 1:
             raise ValueError("maxfev must allow an evaluation")
-        res = original(fun, start, args, method=method, rng=rng,
-                       options={**options, "maxfev": left}, **kwargs)
+        res = original(
+            fun, start, args, method=method, rng=rng, options={**options, "maxfev": left}, **kwargs
+        )
     except ValueError as error:  # too little left for an iteration
         if "maxfev must allow" not in str(error):
             raise
-        res = OptimizeResult(x=start, fun=f.best, nfev=0, nit=0, status=1, success=False,
-                             message="budget spent by the gradient phase")
+        res = OptimizeResult(
+            x=start,
+            fun=f.best,
+            nfev=0,
+            nit=0,
+            status=1,
+            success=False,
+            message="budget spent by the gradient phase",
+        )
     if f.best < res.fun and not ended.startswith("noisy"):
         res.x, res.fun = f.x_best, f.best
     res.nfev += f.nfev

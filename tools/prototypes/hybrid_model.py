@@ -189,8 +189,11 @@ class HybridZoVH(zf.FullCurvatureZoVH):
         scale = float(np.abs(deltas).max())
         Wi = np.asarray(self.model.inverse_whitening)
         move = self.model.transport()
-        score = min(s for s in self.scores if not math.isnan(s)) if not all(
-            math.isnan(s) for s in self.scores) else 1.0
+        score = (
+            min(s for s in self.scores if not math.isnan(s))
+            if not all(math.isnan(s) for s in self.scores)
+            else 1.0
+        )
         eps = math.sqrt(score)
         for kept in self._kept:
             kr = np.asarray(self._kept_rows(kept))

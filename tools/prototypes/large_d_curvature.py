@@ -64,8 +64,8 @@ def clean(M: int, m: int, iterations: int = 300) -> list[float]:
     for it in range(1, iterations + 1):
         U = rng.standard_normal((M, d))
         p = U.T @ (U @ gradient(x)) / M
-        step = subspace_step(p, steps[:m], x) if m else p * (p @ gradient(x)) / (
-            p @ hessian_times(p)
+        step = (
+            subspace_step(p, steps[:m], x) if m else p * (p @ gradient(x)) / (p @ hessian_times(p))
         )
         x = x - step
         steps.insert(0, -step)

@@ -157,8 +157,11 @@ class RegressionCurvature:
         Sigma = self.Sigma / self.gamma
         e = second - a @ self.kappa
         ratio = float(e @ e) / max(float(second @ second), 1e-300)
-        self.rel_error2 = ratio if math.isnan(self.rel_error2) else (
-            self.rel_error2 + ERR_TRACK * (ratio - self.rel_error2))
+        self.rel_error2 = (
+            ratio
+            if math.isnan(self.rel_error2)
+            else (self.rel_error2 + ERR_TRACK * (ratio - self.rel_error2))
+        )
         AS = a @ Sigma
         predicted = AS @ a.T
         floor = (1e-8 * c * self.d) ** 2

@@ -244,7 +244,10 @@ class PreconditionedZoVH(CurvatureModelZoVH, curvature="diagonal"):
         products = {b: [None, None] for _, b, _, _ in carried}
         also = self._transport_products(carried, products, start, c, learn)
         step, error = weighted_sums(
-            self.space, blocks, coefficients if deltas is not None else None, weights,
+            self.space,
+            blocks,
+            coefficients if deltas is not None else None,
+            weights,
             also if carried else None,
         )
         factor = self.model.update(error) if learn else 1.0
@@ -337,7 +340,11 @@ class PreconditionedZoVH(CurvatureModelZoVH, curvature="diagonal"):
         if kept.rows is not None:
             return kept.rows
         return DirectionBlock(
-            self.source, kept.block, self.n_directions, self.space, held=False,
+            self.source,
+            kept.block,
+            self.n_directions,
+            self.space,
+            held=False,
             layout=self._row_layout,
         )
 
@@ -388,6 +395,11 @@ class PreconditionedZoVH(CurvatureModelZoVH, curvature="diagonal"):
         if self._row_layout == "block" and whitening is not None:
             rows = rows / whitening
         return DirectionBlock(
-            self.source, block, self.n_directions, self.space, held=True, rows=rows,
+            self.source,
+            block,
+            self.n_directions,
+            self.space,
+            held=True,
+            rows=rows,
             layout=self._row_layout,
         )

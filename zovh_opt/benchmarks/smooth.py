@@ -119,7 +119,10 @@ class Logistic:
         labels[rng.random(n) < 0.1] *= -1
         self.y, self.lam, self.dim = labels, lam, dim
         res = optimize.minimize(
-            self.value_and_gradient, np.zeros(dim), jac=True, method="L-BFGS-B",
+            self.value_and_gradient,
+            np.zeros(dim),
+            jac=True,
+            method="L-BFGS-B",
             options={"gtol": 1e-12, "ftol": 0, "maxiter": 100_000},
         )
         self.x_opt, self.f_opt = res.x, float(res.fun)
@@ -220,8 +223,11 @@ def run(args: argparse.Namespace) -> int:
     for dim in dims:
         for name in problems:
             for solver in args.solvers:
-                mine = [r for r in results if r["solver"] == solver and r["problem"] == name
-                        and r["dim"] == dim]
+                mine = [
+                    r
+                    for r in results
+                    if r["solver"] == solver and r["problem"] == name and r["dim"] == dim
+                ]
                 cells = []
                 for m in multiples:
                     values = [r["gaps"][int(round(m * dim))] for r in mine]
@@ -232,14 +238,18 @@ def run(args: argparse.Namespace) -> int:
                 rows.append([name, dim, solver, *cells])
     report.table(header, rows, "relative gap (f - f*) / (f(x0) - f*), best within n d")
     plt = pyplot()
-    fig, axes = plt.subplots(len(dims), len(problems), figsize=(4 * len(problems), 3 * len(dims)),
-                             squeeze=False)
+    fig, axes = plt.subplots(
+        len(dims), len(problems), figsize=(4 * len(problems), 3 * len(dims)), squeeze=False
+    )
     for i, dim in enumerate(dims):
         for j, name in enumerate(problems):
             ax = axes[i][j]
             for solver in args.solvers:
-                mine = [r for r in results if r["solver"] == solver and r["problem"] == name
-                        and r["dim"] == dim]
+                mine = [
+                    r
+                    for r in results
+                    if r["solver"] == solver and r["problem"] == name and r["dim"] == dim
+                ]
                 ys = [np.median([r["gaps"][int(round(m * dim))] for r in mine]) for m in multiples]
                 ax.loglog(multiples, ys, marker="o", label=solver)
             ax.set_title(f"{name}, d = {dim}", fontsize=9)
@@ -247,8 +257,13 @@ def run(args: argparse.Namespace) -> int:
     axes[0][0].set_ylabel("relative gap")
     axes[0][0].legend(fontsize=7)
     report.figure(fig)
-    settings = {"dims": dims, "problems": problems, "solvers": args.solvers,
-                "budgets": multiples, "seeds": seeds}
+    settings = {
+        "dims": dims,
+        "problems": problems,
+        "solvers": args.solvers,
+        "budgets": multiples,
+        "seeds": seeds,
+    }
     path = report.write(settings, results)
     print(path.read_text())
     return 0
