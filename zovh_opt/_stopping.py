@@ -199,7 +199,8 @@ class StoppingRules:
         if plateau is not None:
             return plateau
         self.recent.append(f_estimate)
-        if opts["ftol"] is not None and len(self.recent) == self._converged_window():
+        deciding = self._converged_window()
+        if opts["ftol"] is not None and deciding is not None and len(self.recent) >= deciding:
             converged = self._after_convergence(lowest, f_scale)
             if converged is not None:
                 return converged
