@@ -3,11 +3,14 @@ precision, far and near starts, undone trials, noise, and SciPy-like budgets."""
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
 
 import zovh_opt
 from zovh_opt._methods.zovh_preconditioned import default_pairs
+from zovh_opt._step_size import StepSizeControl
 from zovh_opt.problems import quadratic
 
 
@@ -69,6 +72,36 @@ def test_far_and_near_starts_converge(start, optimum):
     x0 = np.full(100, start)
     res = zovh_opt.minimize(f, x0, rng=0, options={"maxfev": 20_000})
     assert res.success and res.fun <= 1e-8 * f(x0), (res.fun / f(x0), res.message)
+
+
+def test_the_trust_radius_starts_at_two_first_steps_and_at_most_doubles():
+    """With a ceiling (the curvature model's steps) no trial is longer than TRUST (2) first
+    steps, then twice the longest accepted trial: a model whose scale collapsed on a flat
+    stretch sent a trial 8e5 from a start at |x0| = 1.3 (COCO f21, d = 2)."""
+    control = StepSizeControl(4, 3.0, ceiling=1.0)
+    first = control.step_length
+    assert first == pytest.approx(0.3) and control.trust_radius == 2 * first
+    assert control.rate_for(1e9) * 1e9 == pytest.approx(2 * first)  # a huge Newton step
+    control.judge(1.0)  # the centre
+    control.stepped(2 * first)
+    assert control.judge(0.5) is True  # accepted
+    assert control.rate_for(1e9) * 1e9 == pytest.approx(4 * first)
+    assert StepSizeControl(4, 3.0).trust_radius == math.inf  # no ceiling: no trust radius
+
+
+def test_a_start_on_the_flat_tail_of_a_well_stays_near_and_descends():
+    """1 - exp(-|x|^2 / 2) from x0 = (4, ..., 4), d = 5: f(x0) is 1 within 2e-18, the phase
+    finds a zero gradient, and the model's first scale is set on pairs that barely bend.
+    Before the trust radius started finite, the run went 853 from x0 and returned f = 1."""
+    x0 = np.full(5, 4.0)
+    far = []
+
+    def f(x):
+        far.append(float(np.linalg.norm(x - x0)))
+        return float(1 - np.exp(-0.5 * x @ x))
+
+    res = zovh_opt.minimize(f, x0, rng=0, options={"maxfev": 1000})
+    assert max(far) < 50 and res.fun < 0.5
 
 
 def test_a_trial_that_is_not_better_is_undone():

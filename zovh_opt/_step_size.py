@@ -47,9 +47,14 @@ last accepted point, and the f estimate of the batch taken there.
 With a *ceiling* (ZoVH's curvature model, whose direction is already a step: the model's
 Newton step for the gradient estimate) the rate is a trust factor in ``(0, ceiling]`` that
 starts at the ceiling and is never set from the step length, and a *trust radius* caps the
-trial's length: it doubles the last accepted trial's length and shrinks below a rejected one's,
-so that a model that calls a flat region infinitely long cannot lengthen the trials while the
-rule rejects them.
+trial's length: it starts at ``TRUST`` times the first step (a curvature model's flat start
+lengthens both), doubles the last accepted trial's
+length and shrinks below a rejected one's, so that a model that calls a flat region infinitely
+long cannot lengthen the trials while the rule rejects them. (It started infinite: a model
+whose scale collapsed on a flat stretch after one accepted trial sent the next one 10^5 to
+10^6 times the first step away, where the rejections' shrinking took a hundred iterations to
+come back, its queries at that radius: COCO's Gallagher f21 at d = 2 evaluated points
+8e5 from the start.)
 
 Everything it compares is an f estimate with another, and ``eta`` starts from the length of the
 first direction, so ``f -> s f`` (``s > 0``) leaves every iterate as it was: for powers of two
@@ -67,7 +72,8 @@ SHRINK = 2.0**-0.2  # after a rejected one: stationary at a success rate of 4/9 
 SPREAD = 1.0  # query distance mu sqrt(d) over the trial step length
 TRACKING = 0.3  # weight of the latest trial in the running geometric mean of step lengths
 CHECKED = 10  # batches at a smaller radius before the noise test compares their slopes
-TRUST = 2.0  # with a ceiling: the trust radius after an accepted trial, over its length
+TRUST = 2.0  # with a ceiling: the trust radius after an accepted trial over its length, and
+# the first trust radius over the first step
 NOISE_SNR = 1.0  # with noise: the radius keeps mu |g| at least this many noise deviations
 NOISE_TRACKING = 0.2  # weight of the latest batch in the running noise variance
 NOISE_REACH = 0.8  # the noise floor keeps mu sqrt(d) <= 0.8 l, within the length scale
@@ -119,7 +125,8 @@ class StepSizeControl:
         # set by the first direction, or the ceiling
         self.learning_rate = math.nan if ceiling is None else self.ceiling
         self.step_length = self.first_step * self.scale  # running geometric mean of trial lengths
-        self.trust_radius = math.inf  # with a ceiling: the longest trial allowed
+        # with a ceiling: the longest trial allowed, from TRUST first steps on
+        self.trust_radius = math.inf if ceiling is None else TRUST * self.step_length
         self.trial_length = math.nan  # of the latest trial
         self.spread = SPREAD  # mu sqrt(d) over the running step length
         self.base_smoothing = self.spread * self.step_length / math.sqrt(self.dim)
@@ -295,6 +302,12 @@ class StepSizeControl:
             self.drop = 0
         self._set_level(level)
         return True
+
+    def lengthen_first_step(self, factor: float) -> None:
+        """Before the first trial: the method's first step is ``factor`` times the rule's (a
+        flat start's longest, `zovh_opt._methods.curvature_model`), and the trust radius
+        allows it."""
+        self.trust_radius *= factor
 
     def widen(self, factor: float) -> None:
         """Before the first batch: queries ``factor`` times as far from their centre,

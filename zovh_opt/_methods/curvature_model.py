@@ -123,6 +123,8 @@ class CurvatureModelZoVH(ZoVH, GradientStepMethod):
             curvature = length / ((d + P + 1) * self._first_step)
             if self._centre_value is not None and self._flat(plus, minus):
                 curvature /= FIRST_STEP_RANGE
+                if self.control is not None:
+                    self.control.lengthen_first_step(FIRST_STEP_RANGE)
             self.model.start(curvature)
 
     def _flat(self, plus: Any, minus: Any) -> bool:
