@@ -76,7 +76,7 @@ def test_far_and_near_starts_converge(start, optimum):
 
 def test_the_trust_radius_starts_at_two_first_steps_and_at_most_doubles():
     """With a ceiling (the curvature model's steps) no trial is longer than TRUST (2) first
-    steps, then twice the longest accepted trial: a model whose scale collapsed on a flat
+    steps, then twice an accepted trial's length: a model whose scale collapsed on a flat
     stretch sent a trial 8e5 from a start at |x0| = 1.3 (COCO f21, d = 2)."""
     control = StepSizeControl(4, 3.0, ceiling=1.0)
     first = control.step_length
@@ -90,7 +90,7 @@ def test_the_trust_radius_starts_at_two_first_steps_and_at_most_doubles():
 
 
 def test_a_start_on_the_flat_tail_of_a_well_stays_near_and_descends():
-    """1 - exp(-|x|^2 / 2) from x0 = (4, ..., 4), d = 5: f(x0) is 1 within 2e-18, the phase
+    """1 - exp(-|x|^2 / 2) from x0 = (4, ..., 4), d = 5: f(x0) is 1 within 5e-18, the phase
     finds a zero gradient, and the model's first scale is set on pairs that barely bend.
     Before the trust radius started finite, the run went 853 from x0 and returned f = 1."""
     x0 = np.full(5, 4.0)

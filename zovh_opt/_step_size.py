@@ -48,13 +48,12 @@ With a *ceiling* (ZoVH's curvature model, whose direction is already a step: the
 Newton step for the gradient estimate) the rate is a trust factor in ``(0, ceiling]`` that
 starts at the ceiling and is never set from the step length, and a *trust radius* caps the
 trial's length: it starts at ``TRUST`` times the first step (a curvature model's flat start
-lengthens both), doubles the last accepted trial's
-length and shrinks below a rejected one's, so that a model that calls a flat region infinitely
-long cannot lengthen the trials while the rule rejects them. (It started infinite: a model
-whose scale collapsed on a flat stretch after one accepted trial sent the next one 10^5 to
-10^6 times the first step away, where the rejections' shrinking took a hundred iterations to
-come back, its queries at that radius: COCO's Gallagher f21 at d = 2 evaluated points
-8e5 from the start.)
+lengthens both), doubles the last accepted trial's length and shrinks below a rejected one's,
+so that a model that calls a flat region infinitely long cannot lengthen the trials while the
+rule rejects them. (It started infinite: a model whose scale collapsed on a flat stretch after
+one accepted trial sent the next one 1e5 to 1e6 first steps away, where the rejections'
+shrinking took a hundred iterations to come back, its queries at that radius: on COCO's
+Gallagher f21 at d = 2, points 8e5 from the start.)
 
 Everything it compares is an f estimate with another, and ``eta`` starts from the length of the
 first direction, so ``f -> s f`` (``s > 0``) leaves every iterate as it was: for powers of two
