@@ -134,6 +134,12 @@ class QuasiNewtonPhase:
         return self.space.dim
 
     @property
+    def converged(self) -> bool:
+        """Whether the phase ended at a minimum at its resolution: a step that no longer
+        decreased ``f``, a failed line search, or a zero gradient."""
+        return self.ended in ("no decrease", "line search", "zero gradient")
+
+    @property
     def max_steps(self) -> int:
         """The steps after which the phase ends: `MAX_STEPS`, or `SMALL_D_STEPS` where
         ``d < MEMORY``."""
@@ -481,7 +487,7 @@ def tell_phase(run: Any, values: list[float]) -> None:
         run.method, phase.space.to_user(phase.x), rng=run._seeds, scale=None, maxfev=left,
         options=run._requested, noisy=phase.noisy, first_step=run._coordinates.first_step,
     )  # fmt: skip
-    if phase.ended in ("no decrease", "line search", "zero gradient"):
+    if phase.converged:
         run._stopping.converged_value = phase.f_value
     phase.release()
     run._phase = "iterate" if run._noise.done else "measure"

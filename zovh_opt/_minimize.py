@@ -294,8 +294,7 @@ def minimize(
         gives the phase's ``nit`` (steps), ``nfev`` and why it ``ended`` (``None``: still
         running at the end). On smooth deterministic problems it is what finite-difference
         L-BFGS-B is, with a line search that costs one evaluation a trial (docs, *Theory*,
-        *The quasi-Newton phase*).
-        ``False``: the method from ``x0``.
+        *The quasi-Newton phase*). ``False``: the method from ``x0``.
     final_evaluations : int, default 1 (10 for a noisy objective)
         Evaluations at the final iterate; for a noisy objective also at ``x0`` (before the
         first iteration) and at the returned point.

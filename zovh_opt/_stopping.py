@@ -201,7 +201,7 @@ class StoppingRules:
         self.recent.append(f_estimate)
         deciding = self._converged_window()
         if opts["ftol"] is not None and deciding is not None and len(self.recent) >= deciding:
-            converged = self._after_convergence(lowest, f_scale)
+            converged = self._after_convergence(lowest, f_scale, deciding)
             if converged is not None:
                 return converged
         if opts["ftol"] is not None and len(self.recent) == opts["ftol_window"]:
@@ -223,13 +223,12 @@ class StoppingRules:
             return None
         return min(CONVERGED_WINDOW, self.options["ftol_window"])
 
-    def _after_convergence(self, lowest: float | None, f_scale: float) -> Stop | None:
-        """After the method's first `CONVERGED_WINDOW` iterations that follow a converged
-        quasi-Newton phase: the stop where no value below the phase's was found (within
-        ``ftol`` or the precision of f)."""
-        window = self._converged_window()
+    def _after_convergence(self, lowest: float | None, f_scale: float, window: int) -> Stop | None:
+        """After the method's first ``window`` iterations that follow a converged quasi-Newton
+        phase: the stop where no value below the phase's was found (within ``ftol`` or the
+        precision of f); the phase's value is forgotten either way."""
         value, self.converged_value = self.converged_value, None
-        if value is None or lowest is None:
+        if lowest is None:
             return None
         if not self._no_decrease(value, lowest, f_scale):
             return None
