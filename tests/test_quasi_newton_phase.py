@@ -134,6 +134,58 @@ def test_the_step_limit_holds_where_d_is_at_least_the_memory(d):
         assert phase.ended == "steps" and phase.steps == MAX_STEPS
 
 
+def attractive_sector(instance: int):
+    """COCO bbob's f6 in d = 10 (cocoex), ``f - f_opt`` and its start: an asymmetric
+    unimodal function on which the phase, cut at its step limit, is still descending and the
+    method from its point (instance 2, ``rng=0``) finds nothing lower."""
+    cocoex = pytest.importorskip("cocoex")
+    from zovh_opt.benchmarks.coco import optimal_value
+
+    def problem():
+        suite = cocoex.Suite("bbob", f"instances: {instance}", "dimensions: 10 function_indices: 6")
+        return suite[0]
+
+    f, f_opt = problem(), optimal_value(problem())
+    return (lambda x: float(f(np.asarray(x, dtype=float))) - f_opt), np.asarray(f.initial_solution)
+
+
+def test_a_phase_cut_by_its_step_limit_resumes_where_the_method_found_nothing_lower():
+    """After the phase's MAX_STEPS steps the method runs to its first ftol stall; where it
+    found no value below the phase's, the phase starts again from its point, without a step
+    limit, and converges (the stall's finer scale would have gone on from 0.36)."""
+    f, x0 = attractive_sector(2)
+    res = zovh_opt.minimize(f, x0, rng=0, options={"maxfev": 10_000})
+    phase = res.quasi_newton
+    assert phase["resumes"] == 1 and phase["nit"] > MAX_STEPS
+    assert phase["ended"] in ("no decrease", "line search") and res.fun < 1e-6
+
+
+def test_a_method_that_found_a_lower_value_keeps_the_run_after_the_step_limit():
+    """sum((i x_i)^8) in d = 12: the phase is cut at MAX_STEPS and the method goes below it,
+    so its stalls go on at finer scales as without a phase."""
+    d = 12
+    f = lambda x: float(np.sum((np.arange(1, d + 1) * x) ** 8))  # noqa: E731
+    res = zovh_opt.minimize(f, np.ones(d), rng=0, options={"maxfev": 20_000})
+    assert res.quasi_newton == {"nit": MAX_STEPS, "nfev": 1400, "ended": "steps", "resumes": 0}
+    assert res.fun < 1e-50
+
+
+def test_a_checkpoint_in_a_resumed_phase_continues_bit_for_bit(tmp_path):
+    f, x0 = attractive_sector(2)
+    options = {"maxfev": 10_000}
+    whole = zovh_opt.Optimizer(x0, rng=0, options=options)
+    asks = within = 0
+    while not whole.done:
+        whole.tell([f(p) for p in whole.ask()])
+        asks += 1
+        if whole._quasi_newton.resumes and not whole._quasi_newton.done and not within:
+            within = asks + 7  # a few asks into the resumed phase: its gradient, its steps
+    b = resumed(zovh_opt.Optimizer(x0, rng=0, options=options), f, within, tmp_path)
+    a = whole.result()
+    assert a.quasi_newton["resumes"] == 1 and within > 0
+    assert np.array_equal(a.x, b.x) and a.nfev == b.nfev and a.quasi_newton == b.quasi_newton
+
+
 def test_a_value_that_does_not_repeat_ends_the_phase_as_noise():
     d = 10
     calls = []

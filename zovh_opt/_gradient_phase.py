@@ -31,7 +31,12 @@ run's method then starts from the phase's point with the budget that is left
 found noise and both values at its point are above ``f(x0)`` (a step accepted on an
 outlier), the method starts at ``x0``, with the pairs of a noisy run. Where it converged (no
 decrease, a failed line search, a zero gradient), the run ends after the method's first
-10 iterations if they found no lower value (`zovh_opt._stopping`).
+10 iterations if they found no lower value (`zovh_opt._stopping`). Where the step limit cut
+it (still descending), the method's first ``ftol`` stall decides: if the method found no
+value below the run's lowest at the hand-over, the phase starts again from its point, its
+secant pairs gone, with no step limit (`resume_phase`; on COCO's attractive sector f6 at
+d = 10 to 40 the method from the phase's point found nothing lower), instead of the stall's
+finer scale.
 The phase keeps no curvature for the method: its secant pairs describe the path, not the
 model the method learns from its own pairs. With bounds it works in the run's coordinates
 ``z``, where the box map ``x = phi(z)`` (`zovh_opt._bounds`) is continuously differentiable:
@@ -56,6 +61,7 @@ __all__ = [
     "phase_applies",
     "phase_fields",
     "plan_phase",
+    "resume_phase",
     "start_phase",
     "tell_phase",
 ]
@@ -71,9 +77,10 @@ MAX_RETRIES = BLOCK  # coordinates of a gradient measured backwards after a fail
 # value, in one ask; more failures than that end the phase (f fails there, not sporadically)
 MIN_GRADIENTS = 3  # the phase runs where maxfev pays for this many gradients at least
 MAX_STEPS = 100  # and ends after this many steps where d >= MEMORY: an objective not solved
-# by then is one whose conditioning the method's curvature model learns better than MEMORY
-# secant pairs; where d < MEMORY the pairs span the space (close to full BFGS) and on COCO
-# bbob (f6, f12: docs' theory page) the phase did better than the model: SMALL_D_STEPS
+# by then is mostly one whose conditioning the method's curvature model learns better than
+# MEMORY secant pairs (where the method does no better, the phase resumes: `resume_phase`);
+# where d < MEMORY the pairs span the space (close to full BFGS) and on COCO bbob (f6, f12:
+# docs' theory page) the phase did better than the model: SMALL_D_STEPS
 SMALL_D_STEPS = 1000
 
 
@@ -119,6 +126,11 @@ class QuasiNewtonPhase:
         self.noisy = False
         self.nfev = 0  # evaluations of the phase
         self.jac = None  # the last complete gradient
+        self.step_limit: int | None = self.max_steps  # steps in all (None: no limit)
+        self.resumes = 0  # times it started again from its point (`resume_phase`)
+        # where the step limit cut the phase: the run's lowest value when the method took
+        # over, until the method's first ftol stall decides whether the phase resumes
+        self.handover_lowest: float | None = None
 
     @property
     def f_value(self) -> float:
@@ -319,7 +331,7 @@ class QuasiNewtonPhase:
             self.steps += 1
             if not decreased:  # no relative ftol: it ended runs short of L-BFGS-B (theory page)
                 self.ended = "no decrease"
-            elif self.steps >= self.max_steps:
+            elif self.step_limit is not None and self.steps >= self.step_limit:
                 self.ended = "steps"
             return
         if self.trials >= BACKTRACKS:
@@ -328,6 +340,18 @@ class QuasiNewtonPhase:
         curvature = value - self.fx - self.alpha * self.slope  # nan or inf: halve the step
         shrink = -self.slope * self.alpha / (2 * curvature) if 0 < curvature < math.inf else 0.5
         self.alpha *= min(0.5, max(0.1, shrink))
+
+    def resume(self) -> None:
+        """Start again from the phase's point, a first gradient there and no secant pairs
+        (they described the path before the method's iterations), with no step limit: the
+        method, given the run's budget after the limit, did not do better."""
+        self.g = self.space.zeros((self.dim,))
+        self.start, self.f_start = self.x, self.fx
+        self.pairs, self.previous, self.p = [], None, None
+        self.searching, self.measured, self.retry = False, 0, []
+        self.step_limit = None
+        self.ended, self.handover_lowest = None, None
+        self.resumes += 1
 
     def release(self) -> None:
         """After the phase: its vectors go (the counts stay for the result)."""
@@ -369,6 +393,9 @@ class QuasiNewtonPhase:
             "ended": self.ended,
             "noisy": self.noisy,
             "nfev": self.nfev,
+            "step_limit": self.step_limit,
+            "resumes": self.resumes,
+            "handover_lowest": self.handover_lowest,
         }
 
     @classmethod
@@ -403,6 +430,12 @@ class QuasiNewtonPhase:
         phase.ended = None if state["ended"] is None else str(state["ended"])
         phase.noisy = bool(state["noisy"])
         phase.nfev = int(state["nfev"])
+        # (checkpoints written before the phase could resume: it ends at its step limit)
+        limit = state.get("step_limit", phase.max_steps)
+        phase.step_limit = None if limit is None else int(limit)
+        phase.resumes = int(state.get("resumes", 0))
+        lowest = state.get("handover_lowest")
+        phase.handover_lowest = None if lowest is None else float(lowest)
         return phase
 
 
@@ -489,8 +522,28 @@ def tell_phase(run: Any, values: list[float]) -> None:
     )  # fmt: skip
     if phase.converged:
         run._stopping.converged_value = phase.f_value
+    if phase.ended == "steps":
+        phase.handover_lowest = run._returned.lowest()
     phase.release()
     run._phase = "iterate" if run._noise.done else "measure"
+
+
+def resume_phase(run: Any) -> bool:
+    """At the first ``ftol`` stall of ``run``'s method after a phase that its step limit cut
+    (still descending): where the method found no value below the run's lowest before it,
+    the phase starts again from its point (``True``; the stall's finer scale does not
+    follow). Either way the stall decides once."""
+    phase = run._quasi_newton
+    if phase is None or phase.handover_lowest is None:
+        return False
+    before, phase.handover_lowest = phase.handover_lowest, None
+    lowest = run._returned.lowest()
+    if lowest is None or lowest < before:
+        return False
+    phase.resume()
+    run._phase = GRADIENT
+    run._stopping.forget_windows()
+    return True
 
 
 def phase_fields(run: Any) -> dict[str, Any]:
@@ -501,5 +554,10 @@ def phase_fields(run: Any) -> dict[str, Any]:
     source = method.estimates if phase is None or method.nit else phase.estimates
     fields = run._coordinates.estimates(source)
     if phase is not None:
-        fields["quasi_newton"] = {"nit": phase.steps, "nfev": phase.nfev, "ended": phase.ended}
+        fields["quasi_newton"] = {
+            "nit": phase.steps,
+            "nfev": phase.nfev,
+            "ended": phase.ended,
+            "resumes": phase.resumes,
+        }
     return fields

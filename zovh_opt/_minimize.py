@@ -288,13 +288,16 @@ def minimize(
         search fails, a step no longer decreases ``f``, 100 steps (1000 where ``d < 10``,
         the secant pairs' memory), or noise (the centre measured again) or values that fail
         forwards and backwards (a failed forward difference is measured backwards); the
-        method then starts from its point with the budget left. With ``bounds`` it runs in
+        method then starts from its point with the budget left. Where the step limit ended
+        it and the method's first ``ftol`` stall comes without a value below the phase's,
+        the phase resumes from its point, without the limit. With ``bounds`` it runs in
         the coordinates the box map makes unconstrained, as the method does (every point it
         evaluates is in the box). Each gradient is an iteration; ``result.quasi_newton``
-        gives the phase's ``nit`` (steps), ``nfev`` and why it ``ended`` (``None``: still
-        running at the end). On smooth deterministic problems it is what finite-difference
-        L-BFGS-B is, with a line search that costs one evaluation a trial (docs, *Theory*,
-        *The quasi-Newton phase*). ``False``: the method from ``x0``.
+        gives the phase's ``nit`` (steps), ``nfev``, why it ``ended`` (``None``: still
+        running at the end) and how often it ``resumes``. On smooth deterministic problems
+        it is what finite-difference L-BFGS-B is, with a line search that costs one
+        evaluation a trial (docs, *Theory*, *The quasi-Newton phase*). ``False``: the
+        method from ``x0``.
     final_evaluations : int, default 1 (10 for a noisy objective)
         Evaluations at the final iterate; for a noisy objective also at ``x0`` (before the
         first iteration) and at the returned point.

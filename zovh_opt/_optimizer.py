@@ -40,6 +40,7 @@ from ._gradient_phase import (
     iterate,
     phase_fields,
     plan_phase,
+    resume_phase,
     start_phase,
     tell_phase,
 )
@@ -468,7 +469,7 @@ class Optimizer:
             f_estimate, self._returned.lowest(), length, scale, safeguard.scale, told
         )
         if verdict is STALLED:
-            if safeguard.rescale(step, nit=self.nit, nfev=self._told):
+            if resume_phase(self) or safeguard.rescale(step, nit=self.nit, nfev=self._told):
                 return
             verdict = self._stopping.converged_by_ftol()
         if verdict is not None:

@@ -18,7 +18,9 @@
   `STALL_FACTOR` times as long (``cause``: ``"stall"``). A rugged objective, or a valley
   narrower than the queries' spread, makes the batch means at one scale look like noise,
   which the rule cannot tell from a minimum; only the finer scale can, below the floor the
-  step rule's slope test may have set (`zovh_opt._step_size`).
+  step rule's slope test may have set (`zovh_opt._step_size`). (The first stall after a
+  quasi-Newton phase cut by its step limit may instead resume the phase, before the
+  safeguard is asked: `zovh_opt._gradient_phase.resume_phase`.)
 
 Each restart is a record of ``result().restarts``: ``nit``, ``nfev``, ``reason``, ``cause``
 and ``learning_rate`` (the rate after it).

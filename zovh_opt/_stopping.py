@@ -3,8 +3,9 @@
 `StoppingRules` holds the options that end a run and the state of the ``ftol`` windows. The
 driver asks `budget_spent` before an iteration's ask and `after_iteration` after its tell;
 each answers ``None`` (go on) or a `Stop`, with the status codes of ``scipy.optimize`` where it
-has them. A stall of the ``ftol`` test is reported as `STALLED`: whether the run stops there
-or goes on at a finer scale is the safeguard's decision (`zovh_opt._safeguard`).
+has them. A stall of the ``ftol`` test is reported as `STALLED`: whether the run stops there,
+resumes a quasi-Newton phase that its step limit cut (`zovh_opt._gradient_phase`) or goes on
+at a finer scale (the safeguard, `zovh_opt._safeguard`) is decided by the driver.
 
 - ``maxiter``, ``maxfev`` (default ``1000 d``; the iteration and the final evaluations are
   reserved in it), ``maxtime`` (the final evaluations follow it);
