@@ -203,6 +203,28 @@ def test_a_value_that_does_not_repeat_ends_the_phase_as_noise():
     assert not without.done  # no recheck: a gradient of d points, then a trial
 
 
+def test_the_method_after_noise_found_in_the_phase_takes_the_runs_length_scale():
+    """Noise found by the phase's recheck (outliers that x0's two values missed): the method
+    starts as a noisy run from x0 would, with the run's length scale (sqrt(d) at x0 = 0),
+    not the norm of the phase's point (on COCO's noisy sphere at d = 20 that was 3e-8: the
+    method spent its first 100 iterations growing its radius from there)."""
+    d = 20
+    calls = []
+
+    def f(x):  # exact until the phase's second gradient, then noise in every call
+        calls.append(1)
+        return float(np.sum((x - 1.0) ** 2)) + (
+            0.5 * (-1) ** len(calls) if len(calls) > 30 else 0.0
+        )
+
+    opt = zovh_opt.Optimizer(np.zeros(d), rng=0, options={"maxfev": 2000})
+    while opt._quasi_newton is None or not opt._quasi_newton.done:
+        opt.tell([f(p) for p in opt.ask()])
+    assert opt._quasi_newton.ended == "noise" and opt._quasi_newton.steps >= 1
+    assert 0 < float(np.linalg.norm(np.asarray(opt._quasi_newton.x))) < 1
+    assert opt._step.scale == pytest.approx(math.sqrt(d))
+
+
 def test_a_non_finite_trial_backtracks():
     d = 5
     x0 = np.ones(d)

@@ -28,8 +28,10 @@ of ``f`` and of its differences; there is no relative ``ftol``), after `MAX_STEP
 when the centre's value does not repeat (noise) or a coordinate's values fail both ways; the
 run's method then starts from the phase's point with the budget that is left
 (`zovh_opt.Optimizer`), resolving its ``"auto"`` options for that budget. Where the phase
-found noise and both values at its point are above ``f(x0)`` (a step accepted on an
-outlier), the method starts at ``x0``, with the pairs of a noisy run. Where it converged (no
+found noise, the method starts as a noisy run from ``x0`` would, with its pairs and the
+run's length scale (not the norm of the phase's point, which near the origin is no scale of
+``f``), and where both values at the phase's point are above ``f(x0)`` (a step accepted on
+an outlier), at ``x0``. Where it converged (no
 decrease, a failed line search, a zero gradient), the run ends after the method's first
 10 iterations if they found no lower value (`zovh_opt._stopping`). Where the step limit cut
 it (still descending), the method's first ``ftol`` stall decides: if the method found no
@@ -501,8 +503,9 @@ def start_phase(run: Any, value: float | None = None, *, measured: bool = False)
 def tell_phase(run: Any, values: list[float]) -> None:
     """The values of the phase's ask in ``run``: a completed gradient is an iteration (the
     trace, ``nit``); ``ftarget`` is checked; where the phase has ended, the run's method
-    starts at its point with the budget left (with more pairs where the phase found noise,
-    whose measurement of ``x0`` then follows, `zovh_opt._noise`)."""
+    starts at its point with the budget left (where the phase found noise, with the pairs
+    and the length scale of a noisy run, and the measurement of ``x0`` follows,
+    `zovh_opt._noise`)."""
     phase = run._quasi_newton
     if phase.tell(values):
         run.nit += 1
@@ -516,8 +519,9 @@ def tell_phase(run: Any, values: list[float]) -> None:
     left = run.options["maxfev"] - run._told
     if phase.noisy:
         run._noise.found(left, elsewhere=True)
+    scale = phase.length if phase.noisy else None
     run._step, run._method_options = build(
-        run.method, phase.space.to_user(phase.x), rng=run._seeds, scale=None, maxfev=left,
+        run.method, phase.space.to_user(phase.x), rng=run._seeds, scale=scale, maxfev=left,
         options=run._requested, noisy=phase.noisy, first_step=run._coordinates.first_step,
     )  # fmt: skip
     if phase.converged:
