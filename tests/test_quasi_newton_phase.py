@@ -115,19 +115,20 @@ def test_the_first_step_is_a_tenth_of_l_along_minus_the_gradient_then_bfgs_steps
 
 @pytest.mark.parametrize("d", [5, 12])
 def test_the_step_limit_holds_where_d_is_at_least_the_memory(d):
-    """sum((i x_i)^8): a degenerate minimum, where L-BFGS converges linearly. Below d = MEMORY
-    (10) the secant pairs span the space and the phase goes on past MAX_STEPS until it
-    converges; from there on it ends after MAX_STEPS steps."""
+    """sum((i x_i)^12): a degenerate minimum, where L-BFGS converges linearly (about 285
+    steps). Below d = MEMORY (10) the secant pairs span the space and the phase goes on past
+    MAX_STEPS until it converges; from there on it ends after MAX_STEPS steps."""
 
     def f(x):
-        return float(np.sum((np.arange(1, d + 1) * x) ** 8))
+        return float(np.sum((np.arange(1, d + 1) * x) ** 12))
 
     x0 = np.ones(d)
     phase = QuasiNewtonPhase(x0, float(np.linalg.norm(x0)), f(x0), recheck=False)
     drive(phase, f, 10_000)
     if d < MEMORY:
         assert phase.max_steps == SMALL_D_STEPS
-        assert phase.ended in ("line search", "no decrease") and MAX_STEPS < phase.steps < 300
+        assert phase.ended in ("line search", "no decrease")
+        assert MAX_STEPS < phase.steps < SMALL_D_STEPS
         assert f(np.asarray(phase.x)) < 1e-50
     else:
         assert phase.max_steps == MAX_STEPS
@@ -161,13 +162,15 @@ def test_a_phase_cut_by_its_step_limit_resumes_where_the_method_found_nothing_lo
 
 
 def test_a_method_that_found_a_lower_value_keeps_the_run_after_the_step_limit():
-    """sum((i x_i)^8) in d = 12: the phase is cut at MAX_STEPS and the method goes below it,
-    so its stalls go on at finer scales as without a phase."""
+    """sum((i x_i)^12) in d = 12: the phase is cut at MAX_STEPS and the method goes below
+    it, so its stalls go on at finer scales as without a phase."""
     d = 12
-    f = lambda x: float(np.sum((np.arange(1, d + 1) * x) ** 8))  # noqa: E731
+    f = lambda x: float(np.sum((np.arange(1, d + 1) * x) ** 12))  # noqa: E731
     res = zovh_opt.minimize(f, np.ones(d), rng=0, options={"maxfev": 20_000})
-    assert res.quasi_newton == {"nit": MAX_STEPS, "nfev": 1400, "ended": "steps", "resumes": 0}
-    assert res.fun < 1e-50
+    phase = res.quasi_newton
+    steps = {"nit": MAX_STEPS, "nfev": 14 * MAX_STEPS}  # a gradient, its recheck, a trial
+    assert phase == {**steps, "ended": "steps", "resumes": 0}
+    assert res.fun < 1e-70
 
 
 def test_a_checkpoint_in_a_resumed_phase_continues_bit_for_bit(tmp_path):

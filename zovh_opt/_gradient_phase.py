@@ -78,11 +78,12 @@ BACKTRACKS = 30  # trials of one line search before the phase ends
 MAX_RETRIES = BLOCK  # coordinates of a gradient measured backwards after a failed forward
 # value, in one ask; more failures than that end the phase (f fails there, not sporadically)
 MIN_GRADIENTS = 3  # the phase runs where maxfev pays for this many gradients at least
-MAX_STEPS = 100  # and ends after this many steps where d >= MEMORY: an objective not solved
+MAX_STEPS = 200  # and ends after this many steps where d >= MEMORY: an objective not solved
 # by then is mostly one whose conditioning the method's curvature model learns better than
-# MEMORY secant pairs (where the method does no better, the phase resumes: `resume_phase`);
-# where d < MEMORY the pairs span the space (close to full BFGS) and on COCO bbob (f6, f12:
-# docs' theory page) the phase did better than the model: SMALL_D_STEPS
+# MEMORY secant pairs (COCO f2, f10 at d = 40 lost with 400; where the method does no better,
+# the phase resumes: `resume_phase`); where d < MEMORY the pairs span the space (close to full
+# BFGS) and on COCO bbob (f6, f12: docs' theory page) the phase did better than the model:
+# SMALL_D_STEPS
 SMALL_D_STEPS = 1000
 
 

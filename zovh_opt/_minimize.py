@@ -285,7 +285,7 @@ def minimize(
         ``"off"``, whose budget pays for three gradients, starts with a finite-difference
         quasi-Newton phase: forward-difference gradients (``d`` evaluations each, in asks of
         at most 64 points) and L-BFGS steps judged on function values alone, until a line
-        search fails, a step no longer decreases ``f``, 100 steps (1000 where ``d < 10``,
+        search fails, a step no longer decreases ``f``, 200 steps (1000 where ``d < 10``,
         the secant pairs' memory), or noise (the centre measured again) or values that fail
         forwards and backwards (a failed forward difference is measured backwards); the
         method then starts from its point with the budget left. Where the step limit ended
