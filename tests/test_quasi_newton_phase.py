@@ -150,15 +150,17 @@ def attractive_sector(instance: int):
     return (lambda x: float(f(np.asarray(x, dtype=float))) - f_opt), np.asarray(f.initial_solution)
 
 
-def test_a_phase_cut_by_its_step_limit_resumes_where_the_method_found_nothing_lower():
+def test_a_phase_cut_by_its_step_limit_resumes_where_the_method_found_nothing_lower(capsys):
     """After the phase's MAX_STEPS steps the method runs to its first ftol stall; where it
     found no value below the phase's, the phase starts again from its point, without a step
-    limit, and converges (the stall's finer scale would have gone on from 0.36)."""
+    limit, and converges (the stall's finer scale would have gone on from 0.36); ``disp``
+    says so."""
     f, x0 = attractive_sector(2)
-    res = zovh_opt.minimize(f, x0, rng=0, options={"maxfev": 10_000})
+    res = zovh_opt.minimize(f, x0, rng=0, options={"maxfev": 10_000, "disp": True})
     phase = res.quasi_newton
     assert phase["resumes"] == 1 and phase["nit"] > MAX_STEPS
     assert phase["ended"] in ("no decrease", "line search") and res.fun < 1e-6
+    assert capsys.readouterr().out.count("quasi-Newton phase resumed at nit") == 1
 
 
 def test_a_method_that_found_a_lower_value_keeps_the_run_after_the_step_limit():

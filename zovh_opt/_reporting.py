@@ -144,6 +144,9 @@ class Progress:
         if self.in_phase and optimizer._phase != GRADIENT:  # the phase handed over
             self.in_phase = False
             self._count_again(optimizer)
+        resumed = not self.in_phase and optimizer._phase == GRADIENT  # `resume_phase`
+        if resumed:
+            self.in_phase = True
         if self.bar is not None:
             self.bar.update(1)
             if optimizer.nit % 10 == 1:
@@ -156,6 +159,11 @@ class Progress:
             print(
                 f"restart at nit {last['nit']}: {last['reason']}; "
                 f"learning rate now {last['learning_rate']:.3g}"
+            )
+        if resumed:
+            print(
+                f"quasi-Newton phase resumed at nit {optimizer.nit}: the method found no value "
+                "below its point by its first ftol stall"
             )
         if noise.detected and not self.noise_reported:
             self.noise_reported = True
