@@ -175,19 +175,25 @@ def test_a_method_that_found_a_lower_value_keeps_the_run_after_the_step_limit():
     assert res.fun < 1e-70
 
 
-def test_a_checkpoint_in_a_resumed_phase_continues_bit_for_bit(tmp_path):
+@pytest.mark.parametrize("where", ["method", "resumed"])
+def test_a_checkpoint_around_the_race_continues_bit_for_bit(where, tmp_path):
+    """Saved while the method runs after the step limit (the hand-over's lowest value
+    pending), or a few asks into the resumed phase (its gradient, its steps)."""
     f, x0 = attractive_sector(2)
     options = {"maxfev": 10_000}
     whole = zovh_opt.Optimizer(x0, rng=0, options=options)
-    asks = within = 0
+    asks, at = 0, {}
     while not whole.done:
         whole.tell([f(p) for p in whole.ask()])
         asks += 1
-        if whole._quasi_newton.resumes and not whole._quasi_newton.done and not within:
-            within = asks + 7  # a few asks into the resumed phase: its gradient, its steps
-    b = resumed(zovh_opt.Optimizer(x0, rng=0, options=options), f, within, tmp_path)
+        phase = whole._quasi_newton
+        if phase.handover_lowest is not None and "method" not in at:
+            at["method"] = asks + 20
+        if phase.resumes and not phase.done and "resumed" not in at:
+            at["resumed"] = asks + 7
+    b = resumed(zovh_opt.Optimizer(x0, rng=0, options=options), f, at[where], tmp_path)
     a = whole.result()
-    assert a.quasi_newton["resumes"] == 1 and within > 0
+    assert a.quasi_newton["resumes"] == 1
     assert np.array_equal(a.x, b.x) and a.nfev == b.nfev and a.quasi_newton == b.quasi_newton
 
 
