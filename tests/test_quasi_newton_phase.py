@@ -217,8 +217,9 @@ def test_a_value_that_does_not_repeat_ends_the_phase_as_noise():
 def test_the_method_after_noise_found_in_the_phase_takes_the_runs_length_scale():
     """Noise found by the phase's recheck (outliers that x0's two values missed): the method
     starts as a noisy run from x0 would, with the run's length scale (sqrt(d) at x0 = 0),
-    not the norm of the phase's point (on COCO's noisy sphere at d = 20 that was 3e-8: the
-    method spent its first 100 iterations growing its radius from there)."""
+    not the norm of the phase's point (bbob's sphere f1 under the noise benchmark's Cauchy
+    outliers, d = 20, instance 1: 3e-8, and the method's first 100 iterations grew its radius
+    from there)."""
     d = 20
     calls = []
 
