@@ -14,6 +14,8 @@ import scipy.optimize
 import zovh_opt
 from zovh_opt._gradient_phase import (
     BLOCK,
+    HOP_DIMENSIONS,
+    HOP_DISTANCE,
     MAX_RETRIES,
     MAX_STEPS,
     MEMORY,
@@ -21,6 +23,8 @@ from zovh_opt._gradient_phase import (
     SMALL_D_STEPS,
     QuasiNewtonPhase,
 )
+
+CONVERGED = ("no decrease", "line search", "zero gradient")
 
 
 def rotated_quadratic(d: int, condition: float, seed: int = 0):
@@ -171,7 +175,7 @@ def test_a_method_that_found_a_lower_value_keeps_the_run_after_the_step_limit():
     res = zovh_opt.minimize(f, np.ones(d), rng=0, options={"maxfev": 20_000})
     phase = res.quasi_newton
     steps = {"nit": MAX_STEPS, "nfev": 14 * MAX_STEPS}  # a gradient, its recheck, a trial
-    assert phase == {**steps, "ended": "steps", "resumes": 0}
+    assert phase == {**steps, "ended": "steps", "resumes": 0, "hops": 0}
     assert res.fun < 1e-70
 
 
@@ -194,6 +198,70 @@ def test_a_checkpoint_around_the_race_continues_bit_for_bit(where, tmp_path):
     b = resumed(zovh_opt.Optimizer(x0, rng=0, options=options), f, at[where], tmp_path)
     a = whole.result()
     assert a.quasi_newton["resumes"] == 1
+    assert np.array_equal(a.x, b.x) and a.nfev == b.nfev and a.quasi_newton == b.quasi_newton
+
+
+def ripples(x):
+    """A two-dimensional Rastrigin-like function: a local minimum near every integer point."""
+    return float(np.sum(x**2 - 2 * np.cos(2 * np.pi * x)) + 2 * x.shape[0])
+
+
+def test_at_d_2_a_converged_phase_hops_to_the_lower_basin_the_method_found():
+    """The phase converges at the local minimum near x0; the method's first 10 iterations
+    find a lower value farther than HOP_DISTANCE l from it, and the phase runs again from
+    there (a local search of the next basin), where the run ends lower than the first
+    minimum; in d = 3 (HOP_DIMENSIONS = 2) no phase runs again."""
+    x0 = np.array([1.9, 1.1])
+    first = QuasiNewtonPhase(x0, float(np.linalg.norm(x0)), ripples(x0), recheck=False)
+    drive(first, ripples, 200)
+    assert first.converged
+    res = zovh_opt.minimize(ripples, x0, rng=0)
+    assert res.quasi_newton["hops"] >= 1 and res.quasi_newton["ended"] in CONVERGED
+    assert res.fun < first.f_value - 1.0 and res.success
+    three = zovh_opt.minimize(ripples, np.array([1.9, 1.1, 0.0]), rng=0)
+    assert three.quasi_newton["hops"] == 0 and HOP_DIMENSIONS == 2
+
+
+@pytest.mark.parametrize("condition", [1e4, 1e6])
+def test_a_lower_value_at_the_phases_resolution_starts_no_new_phase(condition):
+    """A rotated quadratic in d = 2: the phase stops where its differences no longer resolve
+    f, and the method's first iterations find lower values 1e-5 and 5e-4 l from its point;
+    no phase runs again (HOP_DISTANCE)."""
+    c, s = math.cos(0.3), math.sin(0.3)
+    R = np.array([[c, -s], [s, c]])
+    H = R.T @ np.diag([1.0, condition]) @ R
+    res = zovh_opt.minimize(lambda x: float(x @ H @ x), np.array([1.0, 0.7]), rng=0)
+    assert res.quasi_newton["hops"] == 0 and res.quasi_newton["ended"] in CONVERGED
+    assert res.fun < 1e-30 and HOP_DISTANCE >= 1e-3
+
+
+def test_a_hop_in_a_box_starts_from_the_lowest_point_in_the_runs_coordinates():
+    """With bounds the phase runs in the box map's coordinates: the hop maps the lowest point
+    there (`Coordinates.to_run`), and every point evaluated stays in the box [0.5, 4]^2, whose
+    lowest local minimum is at (0.975, 0.975) (f = 1.95)."""
+    outside = []
+
+    def f(x):
+        outside.append(bool(np.any(x < 0.5) or np.any(x > 4.0)))
+        return ripples(x)
+
+    res = zovh_opt.minimize(f, np.array([3.1, 2.9]), bounds=[(0.5, 4.0)] * 2, rng=0)
+    assert res.quasi_newton["hops"] >= 1 and not any(outside)
+    assert res.fun < 1.96 and np.allclose(res.x, 0.975, atol=1e-3)
+
+
+def test_a_checkpoint_in_a_hopped_phase_continues_bit_for_bit(tmp_path):
+    x0 = np.array([2.9, -2.1])
+    whole = zovh_opt.Optimizer(x0, rng=0)
+    asks = within = 0
+    while not whole.done:
+        whole.tell([ripples(p) for p in whole.ask()])
+        asks += 1
+        if whole._quasi_newton.hops and not whole._quasi_newton.done and not within:
+            within = asks + 2  # in the hopped phase's gradients and line search
+    b = resumed(zovh_opt.Optimizer(x0, rng=0), ripples, within, tmp_path)
+    a = whole.result()
+    assert a.quasi_newton["hops"] >= 1 and within > 0
     assert np.array_equal(a.x, b.x) and a.nfev == b.nfev and a.quasi_newton == b.quasi_newton
 
 

@@ -166,6 +166,14 @@ class Coordinates:
             z = z * self._compute_scale(z)
         return self.box.to_box(z) if self.box is not None else self.xp.asarray(z, copy=True)
 
+    def to_run(self, x: Any) -> Any:
+        """A new array of the user's point ``x`` (in the box) in the run's coordinates: the
+        inverse of `to_user` (with bounds, the preimage `Box.from_box` gives)."""
+        z = self.box.from_box(x) if self.box is not None else self.xp.asarray(x, copy=True)
+        if self.x_scale is not None:
+            z = z / self._compute_scale(z)
+        return z / self.unit if self.unit != 1.0 else z
+
     def _compute_scale(self, z: Any) -> Any:
         """``s`` in the namespace of ``z`` (CPU PyTorch runs hand out tensors)."""
         xp = namespace_of(z)

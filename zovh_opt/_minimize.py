@@ -290,14 +290,16 @@ def minimize(
         forwards and backwards (a failed forward difference is measured backwards); the
         method then starts from its point with the budget left. Where the step limit ended
         it and the method's first ``ftol`` stall comes without a value below the phase's,
-        the phase resumes from its point, without the limit. With ``bounds`` it runs in
+        the phase resumes from its point, without the limit; at ``d = 2``, where the
+        method's first 10 iterations after a converged phase find a lower value away from
+        its point, the phase starts again there (basin hopping). With ``bounds`` it runs in
         the coordinates the box map makes unconstrained, as the method does (every point it
         evaluates is in the box). Each gradient is an iteration; ``result.quasi_newton``
         gives the phase's ``nit`` (steps), ``nfev``, why it ``ended`` (``None``: still
-        running at the end) and how often it ``resumes``. On smooth deterministic problems
-        it is what finite-difference L-BFGS-B is, with a line search that costs one
-        evaluation a trial (docs, *Theory*, *The quasi-Newton phase*). ``False``: the
-        method from ``x0``.
+        running at the end), how often it ``resumes`` and ``hops``. On smooth
+        deterministic problems it is what finite-difference L-BFGS-B is, with a line search
+        that costs one evaluation a trial (docs, *Theory*, *The quasi-Newton phase*).
+        ``False``: the method from ``x0``.
     final_evaluations : int, default 1 (10 for a noisy objective)
         Evaluations at the final iterate; for a noisy objective also at ``x0`` (before the
         first iteration) and at the returned point.

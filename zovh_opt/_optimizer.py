@@ -37,6 +37,7 @@ from ._driver_options import checked_method, run_options, validated_x0
 from ._gradient_phase import (
     GRADIENT,
     asked_size,
+    hop,
     iterate,
     phase_fields,
     plan_phase,
@@ -443,8 +444,7 @@ class Optimizer:
             start_phase(self, measured=True)
 
     def _iteration(self, values: list[float], f_estimate: float) -> None:
-        """An iteration whose values are all finite: the method's step, unless the iterates
-        diverge; then the stopping rules."""
+        """An iteration with finite values: the method's step (unless diverging), the rules."""
         safeguard, step = self._safeguard, self._step
         if safeguard.finite(f_estimate, values):
             self._coordinates.found_f_scale(
@@ -468,12 +468,14 @@ class Optimizer:
         verdict = self._stopping.after_iteration(
             f_estimate, self._returned.lowest(), length, scale, safeguard.scale, told
         )
+        if verdict is None:
+            hop(self)  # after a converged phase the method's iterations may have left its basin
+            return
         if verdict is STALLED:
             if resume_phase(self) or safeguard.rescale(step, nit=self.nit, nfev=self._told):
                 return
             verdict = self._stopping.converged_by_ftol()
-        if verdict is not None:
-            self.stop(*verdict)
+        self.stop(*verdict)
 
     def _restart(self, reason: str, *, diverged: bool) -> None:
         """A restart of the safeguard, or the end of the run when they are spent."""

@@ -17,7 +17,9 @@ at a finer scale (the safeguard, `zovh_opt._safeguard`) is decided by the driver
   phase that converged (`zovh_opt._gradient_phase`), the method's first `CONVERGED_WINDOW`
   iterations (or ``ftol_window``, if fewer) end the run where they evaluated no value below
   the phase's by more than ``ftol`` (relative, or the precision of f): the method's
-  exploration from the phase's minimum found nothing;
+  exploration from the phase's minimum found nothing (where it found a lower value,
+  `StoppingRules.lower_found` tells the driver, which may start the phase there again:
+  `zovh_opt._gradient_phase.hop`);
 - ``xtol``: the step length is below ``xtol`` times the length scale of ``x0``; ``"auto"`` is
   ``1e-3 sqrt(eps)`` with the step rule, none with a fixed rate;
 - ``flat_iterations``: every value of that many iterations in a row was one and the same
@@ -151,6 +153,7 @@ class StoppingRules:
         # f where a quasi-Newton phase converged, until the method's first CONVERGED_WINDOW
         # iterations have been compared with it
         self.converged_value = None
+        self.lower_found = False  # this iteration ended those iterations with a lower value
 
     def iteration_budget(self, points_per_iteration: int, final_evaluations: int) -> int:
         """The iterations the run can take: ``maxiter``, or as many as ``maxfev`` pays for
@@ -193,6 +196,7 @@ class StoppingRules:
         given), then ``flat_iterations``, then ``ftol`` (`STALLED`), then ``xtol`` (the step
         length against ``xtol`` times ``length_scale``)."""
         opts = self.options
+        self.lower_found = False
         reached = self.target_reached(f_estimate if lowest is None else lowest)
         if reached is not None:
             return reached
@@ -232,6 +236,7 @@ class StoppingRules:
         if lowest is None:
             return None
         if not self._no_decrease(value, lowest, f_scale):
+            self.lower_found = True  # read once by the driver (`zovh_opt._gradient_phase.hop`)
             return None
         return Stop(SUCCESS, PHASE_MESSAGE.format(value=value, window=window))
 
