@@ -206,7 +206,7 @@ def ripples(x):
     return float(np.sum(x**2 - 2 * np.cos(2 * np.pi * x)) + 2 * x.shape[0])
 
 
-def test_at_d_2_a_converged_phase_hops_to_the_lower_basin_the_method_found():
+def test_at_d_2_a_converged_phase_hops_to_the_lower_basin_the_method_found(capsys):
     """The phase converges at the local minimum near x0; the method's first 10 iterations
     find a lower value farther than HOP_DISTANCE l from it, and the phase runs again from
     there (a local search of the next basin), where the run ends lower than the first
@@ -215,8 +215,11 @@ def test_at_d_2_a_converged_phase_hops_to_the_lower_basin_the_method_found():
     first = QuasiNewtonPhase(x0, float(np.linalg.norm(x0)), ripples(x0), recheck=False)
     drive(first, ripples, 200)
     assert first.converged
-    res = zovh_opt.minimize(ripples, x0, rng=0)
+    res = zovh_opt.minimize(ripples, x0, rng=0, options={"disp": True})
     assert res.quasi_newton["hops"] >= 1 and res.quasi_newton["ended"] in CONVERGED
+    printed = capsys.readouterr().out
+    assert printed.count("(basin hopping)") == res.quasi_newton["hops"]
+    assert "phase resumed" not in printed
     assert res.fun < first.f_value - 1.0 and res.success
     three = zovh_opt.minimize(ripples, np.array([1.9, 1.1, 0.0]), rng=0)
     assert three.quasi_newton["hops"] == 0 and HOP_DIMENSIONS == 2

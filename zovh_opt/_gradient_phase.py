@@ -140,7 +140,7 @@ class QuasiNewtonPhase:
         self.jac = None  # the last complete gradient
         self.step_limit: int | None = self.max_steps  # steps in all (None: no limit)
         self.resumes = 0  # times it started again from its point (`resume_phase`)
-        self.hops = 0  # times it started again from the method's centre (`hop`)
+        self.hops = 0  # times it started again from a lower point the method found (`hop`)
         # where the step limit cut the phase: the run's lowest value when the method took
         # over, until the method's first ftol stall decides whether the phase resumes
         self.handover_lowest: float | None = None

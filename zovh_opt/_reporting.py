@@ -99,6 +99,7 @@ class Progress:
         self.every = max(1, maxiter // 20) if every < 0 else every
         self.restarts = len(optimizer.restarts)
         self.in_phase = optimizer._quasi_newton is not None or optimizer._phase_planned
+        self.hops = 0 if optimizer._quasi_newton is None else optimizer._quasi_newton.hops
         self.noise_reported = False
         self.printed_header = False
         self.bar = None
@@ -144,8 +145,8 @@ class Progress:
         if self.in_phase and optimizer._phase != GRADIENT:  # the phase handed over
             self.in_phase = False
             self._count_again(optimizer)
-        resumed = not self.in_phase and optimizer._phase == GRADIENT  # `resume_phase`
-        if resumed:
+        again = not self.in_phase and optimizer._phase == GRADIENT  # `resume_phase`, `hop`
+        if again:
             self.in_phase = True
         if self.bar is not None:
             self.bar.update(1)
@@ -160,7 +161,13 @@ class Progress:
                 f"restart at nit {last['nit']}: {last['reason']}; "
                 f"learning rate now {last['learning_rate']:.3g}"
             )
-        if resumed:
+        if again and optimizer._quasi_newton.hops > self.hops:
+            self.hops = optimizer._quasi_newton.hops
+            print(
+                f"quasi-Newton phase started again at nit {optimizer.nit} from a lower point "
+                "the method found away from its minimum (basin hopping)"
+            )
+        elif again:
             print(
                 f"quasi-Newton phase resumed at nit {optimizer.nit}: the method found no value "
                 "below its point by its first ftol stall"
