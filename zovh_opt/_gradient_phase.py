@@ -22,25 +22,24 @@ the objective is deterministic, a ``"zovh"`` run starts with:
   quadratic through ``f(x)``, the slope and the trial's value, within ``[0.1, 0.5]``.
 
 The phase ends when a line search fails (`BACKTRACKS` trials), when an accepted step does
-not decrease ``f`` (Armijo's condition met within rounding: the steps are below the precision
-of ``f`` and of its differences; there is no relative ``ftol``), after `MAX_STEPS` steps
-(`SMALL_D_STEPS` where ``d < MEMORY``: the secant pairs span the space),
-when the centre's value does not repeat (noise) or a coordinate's values fail both ways; the
-run's method then starts from the phase's point with the budget that is left
+not decrease ``f`` (Armijo's condition met within rounding: the steps are below the
+precision of ``f`` and of its differences; there is no relative ``ftol``), after `MAX_STEPS`
+steps (`SMALL_D_STEPS` where ``d < MEMORY``: the secant pairs span the space), when the
+centre's value does not repeat (noise) or a coordinate's values fail both ways; the run's
+method then starts from the phase's point with the budget that is left
 (`zovh_opt.Optimizer`), resolving its ``"auto"`` options for that budget. Where the phase
 found noise, the method starts as a noisy run from ``x0`` would, with its pairs and the
 run's length scale (not the norm of the phase's point, which near the origin is no scale of
 ``f``), and where both values at the phase's point are above ``f(x0)`` (a step accepted on
-an outlier), at ``x0``. Where it converged (no
-decrease, a failed line search, a zero gradient), the run ends after the method's first
-10 iterations if they found no lower value (`zovh_opt._stopping`); at d = 2, where they found
-one farther than `HOP_DISTANCE` ``l`` from its point, the phase starts again from the lowest
-point (`hop`: basin hopping, the method as the kick). Where the step limit cut
-it (still descending), the method's first ``ftol`` stall decides: if the method found no
-value below the run's lowest at the hand-over, the phase starts again from its point, its
-secant pairs gone, with no step limit (`resume_phase`; on COCO's attractive sector f6 at
-d = 10 to 40 the method from the phase's point found nothing lower), instead of the stall's
-finer scale.
+an outlier), at ``x0``. Where it converged (no decrease, a failed line search, a zero
+gradient), the run ends after the method's first 10 iterations if they found no lower value
+(`zovh_opt._stopping`); at d = 2 (20 iterations there), where they found one farther than
+`HOP_DISTANCE` ``l`` from its point, the phase starts again from the lowest point (`hop`:
+basin hopping, the method as the kick). Where the step limit cut it (still descending), the
+method's first ``ftol`` stall decides: if the method found no value below the run's lowest
+at the hand-over, the phase starts again from its point, its secant pairs gone, with no step
+limit (`resume_phase`; on COCO's attractive sector f6 at d = 10 to 40 the method from the
+phase's point found nothing lower), instead of the stall's finer scale.
 The phase keeps no curvature for the method: its secant pairs describe the path, not the
 model the method learns from its own pairs. With bounds it works in the run's coordinates
 ``z``, where the box map ``x = phi(z)`` (`zovh_opt._bounds`) is continuously differentiable:

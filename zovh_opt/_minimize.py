@@ -247,8 +247,8 @@ def minimize(
         the test fires the run goes on at a 10 times finer scale instead (a stall is not yet
         convergence: a rugged objective looks like noise at one scale; ``_safeguard``).
         After a quasi-Newton phase that converged (``quasi_newton``), the method's first 10
-        iterations (``ftol_window``, if fewer) end the run where they found no value lower
-        than the phase's by more than ``ftol`` (relative).
+        iterations (20 at ``d = 2``; ``ftol_window``, if fewer) end the run where they found
+        no value lower than the phase's by more than ``ftol`` (relative).
     ftol_window : int, optional
         Iterations per ``ftol`` window; by default those of ``2 d`` evaluations, at least 50.
     xtol : float or "auto", default "auto"
@@ -291,7 +291,7 @@ def minimize(
         method then starts from its point with the budget left. Where the step limit ended
         it and the method's first ``ftol`` stall comes without a value below the phase's,
         the phase resumes from its point, without the limit; at ``d = 2``, where the
-        method's first 10 iterations after a converged phase find a lower value away from
+        method's first 20 iterations after a converged phase find a lower value away from
         its point, the phase starts again there (basin hopping). With ``bounds`` it runs in
         the coordinates the box map makes unconstrained, as the method does (every point it
         evaluates is in the box). Each gradient is an iteration; ``result.quasi_newton``
