@@ -354,29 +354,27 @@ class QuasiNewtonPhase:
         self.alpha *= min(0.5, max(0.1, shrink))
 
     def resume(self) -> None:
-        """Start again from the phase's point, a first gradient there and no secant pairs
-        (they described the path before the method's iterations), with no step limit: the
-        method, given the run's budget after the limit, did not do better."""
-        self.g = self.space.zeros((self.dim,))
-        self.start, self.f_start = self.x, self.fx
-        self.pairs, self.previous, self.p = [], None, None
-        self.searching, self.measured, self.retry = False, 0, []
-        self.step_limit = None
-        self.ended, self.handover_lowest = None, None
+        """Start again from the phase's point with no step limit: the method, given the
+        run's budget after the limit, did not do better (`resume_phase`)."""
+        self._start_again(self.x, self.fx, None)
         self.resumes += 1
 
     def hop(self, x: Any, value: float) -> None:
         """Start again at ``x`` (compute namespace, the run's coordinates), where ``f`` is
-        ``value`` (the user's unit), with no secant pairs and `max_steps` more steps."""
-        self.x = x
-        self.fx = self.f_start = value / self.f_unit
-        self.start = self.x
+        ``value`` (the user's unit), with `max_steps` more steps (`hop`)."""
+        self._start_again(x, value / self.f_unit, self.steps + self.max_steps)
+        self.hops += 1
+
+    def _start_again(self, x: Any, fx: float, step_limit: int | None) -> None:
+        """A first gradient at ``x`` (``f = fx`` in the phase's unit) and no secant pairs:
+        they described the path before the method's iterations."""
+        self.x, self.fx = x, fx
+        self.start, self.f_start = x, fx
         self.g = self.space.zeros((self.dim,))
         self.pairs, self.previous, self.p = [], None, None
         self.searching, self.measured, self.retry = False, 0, []
-        self.step_limit = self.steps + self.max_steps
+        self.step_limit = step_limit
         self.ended, self.handover_lowest = None, None
-        self.hops += 1
 
     def release(self) -> None:
         """After the phase: its vectors go (the counts stay for the result)."""
