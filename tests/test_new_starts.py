@@ -96,21 +96,34 @@ def test_a_widened_start_queries_that_much_farther_out(curvature):
     np.testing.assert_allclose(first_queries(wide), 4.0 * first_queries(plain), rtol=1e-12)
 
 
-def test_the_kth_new_start_widens_its_queries(monkeypatch):
+@pytest.mark.parametrize("dim", [3, 5])
+def test_the_kth_new_start_widens_its_queries_above_d_3(monkeypatch, dim):
+    """Above d = 3 the k-th new start is widened ``min(64, 4**k)`` times and runs without the
+    quasi-Newton phase; up to d = 3 every new start is a run like the first."""
+    from zovh_opt import _new_starts
     from zovh_opt._methods import AskTellMethod
 
-    factors = []
-    widen = AskTellMethod.widen
+    factors, phases = [], []
+    widen, optimizer = AskTellMethod.widen, _new_starts.Optimizer
 
     def spy(self, factor):
         factors.append(factor)
         widen(self, factor)
 
+    def built(*args, options, **kwargs):
+        phases.append(options.get("quasi_newton", "auto"))
+        return optimizer(*args, options=options, **kwargs)
+
     monkeypatch.setattr(AskTellMethod, "widen", spy)
+    monkeypatch.setattr(_new_starts, "Optimizer", built)
     res = zovh_opt.minimize(
-        rastrigin, np.full(3, 2.0), rng=0, options={"maxfev": 30_000, "new_starts": 4}
+        rastrigin, np.full(dim, 2.0), rng=0, options={"maxfev": 10_000 * dim, "new_starts": 4}
     )
-    assert len(res.runs) == 5 and factors == [4.0, 16.0, 64.0, 64.0]
+    assert len(res.runs) == 5
+    if dim <= _new_starts.LOCAL_DIMENSIONS:
+        assert factors == [] and phases == ["auto"] * 5
+    else:
+        assert factors == [4.0, 16.0, 64.0, 64.0] and phases == ["auto"] + [False] * 4
 
 
 def test_a_widened_start_keeps_its_radius_when_noise_rebuilds_it():

@@ -311,12 +311,14 @@ def minimize(
         (status 3), start again from elsewhere, up to this many times, while
         ``maxfev`` and ``maxtime`` (counted over all runs) leave room: the ``k``-th new
         start is uniform in the box where both bounds are finite, else
-        ``x0 + 2**(k-1) |x0| / sqrt(d) * N(0, I)`` (``|x0|``: ``sqrt(d)`` at ``x0 = 0``), and
-        its queries lie ``min(64, 4**k)`` times as far from their centre, relative to the
-        steps, as a first run's (``f`` smoothed at a coarser scale, as IPOP-CMA-ES's growing
-        population). The result is the best run's, with ``nfev`` and ``nit`` of all and
-        ``runs`` (each run's ``fun``, ``nfev``, ``nit``, ``status``). For multimodal
-        objectives with a budget to spend; ``minimize`` only (an `Optimizer` is one run).
+        ``x0 + 2**(k-1) |x0| / sqrt(d) * N(0, I)`` (``|x0|``: ``sqrt(d)`` at ``x0 = 0``);
+        above ``d = 3`` its queries lie ``min(64, 4**k)`` times as far from their centre,
+        relative to the steps, as a first run's (``f`` smoothed at a coarser scale, as
+        IPOP-CMA-ES's growing population), up to ``d = 3`` it is a run like the first
+        (many short local runs visit more basins). The result is the best run's, with
+        ``nfev`` and ``nit`` of all and ``runs`` (each run's ``fun``, ``nfev``, ``nit``,
+        ``status``). For multimodal objectives with a budget to spend; ``minimize`` only
+        (an `Optimizer` is one run).
     x_scale : "x0", float or array_like of d floats, optional
         The scale of each coordinate: the run takes place in ``x / x_scale``, so its first
         step and its smoothing radius are ``x_scale`` times as long in each coordinate, as
