@@ -167,7 +167,11 @@ class CurvatureModelZoVH(ZoVH, GradientStepMethod):
             r = estimators.pair_residuals(plus, minus, self._norms(), mu, c)
         usable = bool(np.isfinite(deltas).all())  # else values too large to difference
         if self.robust and usable and np.isfinite(r).all():
+            hit = _robust.outliers(r)
             deltas, r = _robust.clipped(deltas), _robust.clipped(r)
+            if hit.any() and not hit.all():  # those pairs leave: the rest's mean difference
+                deltas = np.where(hit, 0.0, deltas) * (hit.size / (hit.size - int(hit.sum())))
+                r = np.where(hit, float(np.median(r)), r)
             r -= r.mean()
         if not usable:
             direction = False
