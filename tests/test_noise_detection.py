@@ -295,9 +295,9 @@ def cauchy_sphere_gaps(seeds):
 
 def test_pairs_an_outlier_hit_leave_the_batch(monkeypatch):
     """Clipped, an outlier's pair kept three robust scales of it in the difference and the
-    curvature residual, and the runs stalled near 1e-3 of x0's gap; without those pairs they
-    go below 1e-10 (seeds 0-4 on the development machine: 9e-13 to 3e-4 with the rule, 6e-5
-    to 1e-2 without)."""
+    curvature residual, and the runs stalled near 1e-3 of x0's gap; without those pairs their
+    median goes below 1e-10 (seeds 0-4 on the development machine: 9e-13 to 3e-4 with the
+    rule, 6e-5 to 1e-2 without)."""
     assert cauchy_sphere_gaps(range(5)) < 1e-6
     monkeypatch.setattr(_robust, "OUTLIER", math.inf)
     assert cauchy_sphere_gaps(range(5)) > 1e-5
