@@ -14,9 +14,9 @@ beyond ``OUTLIER`` robust scales from the residuals' median (`outliers`) the pai
 batch, its difference and its residual (clipping left the outlier's size at three scales in
 both, and on a curvature model that learns from the residuals that was enough to stop a
 run: bbob-noisy's Cauchy sphere at d = 20 ended at 4e-5 to 1e-4 of its start's gap,
-with the rule at 1e-10 to 4e-10 of it). With normal noise it almost never acts: in batches of 24 pairs
-(the noisy model's at d = 20) 1 pair in 10^5 lies that far, from the noise of the sample's
-MAD itself (in batches of 12, 3 in 10^4).
+with the rule at 1e-10 to 4e-10 of it). With normal noise it almost never acts: in batches
+of 24 pairs (the noisy model's at d = 20) 1 pair in 10^5 lies that far, from the noise of
+the sample's MAD itself (in batches of 12, 3 in 10^4).
 """
 
 from __future__ import annotations
