@@ -568,9 +568,7 @@ def resume_phase(run: Any) -> bool:
     if lowest is None or lowest < before:
         return False
     phase.resume()
-    run._phase = GRADIENT
-    run._stopping.forget_windows()
-    return True
+    return _phase_again(run)
 
 
 def hop(run: Any) -> bool:
@@ -581,16 +579,24 @@ def hop(run: Any) -> bool:
     at the phase's own resolution), the phase starts again there (``True``): the method was
     the kick, the phase is the local search (basin hopping)."""
     stopping = run._stopping
-    found, stopping.lower_found = stopping.lower_found, False
+    if not stopping.lower_found:  # (every iteration: one flag)
+        return False
+    stopping.lower_found = False
     phase, best = run._quasi_newton, run._returned.best
-    if not found or phase is None or best is None or phase.dim > HOP_DIMENSIONS:
+    if phase is None or best is None or phase.dim > HOP_DIMENSIONS:
         return False
     x = phase.space.copy_in(run._coordinates.to_run(best[1]))
     if norm(x - phase.x, phase.xp) <= HOP_DISTANCE * phase.length:
         return False
     phase.hop(x, best[0])
+    return _phase_again(run)
+
+
+def _phase_again(run: Any) -> bool:
+    """The phase, started again (`resume_phase`, `hop`), asks next; no ``ftol`` window
+    before it is compared with what follows."""
     run._phase = GRADIENT
-    stopping.forget_windows()
+    run._stopping.forget_windows()
     return True
 
 
