@@ -3,6 +3,7 @@
     python tools/gpu_checks.py memory    # the default at d = 1e6, 1e7: held directions or not
     python tools/gpu_checks.py memory=cupy  # one backend
     python tools/gpu_checks.py quality   # the same problems on NumPy, CUDA PyTorch and CuPy
+    python tools/gpu_checks.py features  # the run's later parts on each backend
 
 ``memory``: the default `zovh_opt.minimize` on the sphere, evaluated point by point (as the
 CPU's memory benchmark does) and in one batch on the device (``vectorized=True``: the batch
@@ -18,6 +19,12 @@ Rosenbrock (d = 10) and a diagonal ellipsoid (d = 1000, condition 1e4; the diago
 ``1000 d`` evaluations (100 d at d = 1000), 3 seeds, on each backend: the final ``f`` and
 ``nfev``. A GPU draws its own directions, so the runs differ from the CPU's; the question is
 whether they are as good.
+``features``: the parts of a run that the quality problems do not reach, on each backend,
+default runs of ``1000 d`` evaluations, seeds 0-1, float64: basin hopping (Rastrigin,
+d = 2), ``new_starts`` (Rastrigin, d = 5), noise on the sphere (d = 20: the noise
+benchmark's Cauchy outliers, and additive noise of sd 0.2), a start on a bound (d = 10); the
+true ``f`` of ``res.x``, ``nfev``, the seconds, and whether ``res.x`` kept the namespace,
+dtype and device of ``x0``.
 
 Needs PyTorch with CUDA or CuPy; prints what it skips.
 """
@@ -199,11 +206,86 @@ def quality(seeds=(0, 1, 2)):
             print(f"| {title} | {name} | {np.median(finals):.3g} | {each} | {nfevs} |", flush=True)
 
 
+def _rastrigin(x, xp):
+    return float(10 * x.shape[0] + xp.sum(x * x - 10 * xp.cos(2 * np.pi * x)))
+
+
+def _sphere_cauchy(seed):
+    """The sphere under the noise benchmark's Cauchy model (``noise.NoisyProblem``)."""
+    rng = np.random.default_rng(seed)
+
+    def f(x, xp):
+        outlier = rng.standard_normal() / (abs(rng.standard_normal()) + 1e-199)
+        return float(xp.sum(x * x)) + max(0.0, 1000.0 + (outlier if rng.random() < 0.2 else 0.0))
+
+    return f
+
+
+def features(seeds=(0, 1)):
+    import array_api_compat
+    import scipy.optimize
+
+    def shifted(x, xp):
+        return float(xp.sum((x - 0.3) ** 2))
+
+    def sphere(x, xp):
+        return float(xp.sum(x * x))
+
+    def additive(seed):
+        rng = np.random.default_rng(seed)
+        return lambda x, xp: sphere(x, xp) + 0.2 * rng.standard_normal()
+
+    bound = scipy.optimize.Bounds(0, 1)
+    cases = [  # title, f(seed), x0, options, bounds, true f
+        ("basin hopping, Rastrigin d=2", lambda s: _rastrigin, 2.5 * np.ones(2), {}, None),
+        (
+            "new_starts=8, Rastrigin d=5",
+            lambda s: _rastrigin,
+            2.5 * np.ones(5),
+            {"new_starts": 8},
+            None,
+        ),
+        ("Cauchy outliers, sphere d=20", _sphere_cauchy, np.ones(20), {}, None),
+        ("additive noise, sphere d=20", additive, np.ones(20), {}, None),
+        ("start on a bound, d=10", lambda s: shifted, np.zeros(10), {}, bound),
+    ]
+    truths = [_rastrigin, _rastrigin, sphere, sphere, shifted]
+    spaces = [("numpy", lambda a: a, lambda: None)] + backends()
+    print("| problem | backend | true f (each seed) | nfev | s (each) | x like x0 |")
+    print("|---|---|---|---|---|---|")
+    for (title, make, start, options, bounds), true in zip(cases, truths, strict=True):
+        options = {"maxfev": 1000 * start.shape[0], **options}
+        for name, to_device, sync in spaces:
+            finals, nfevs, seconds, kept = [], [], [], True
+            for seed in seeds:
+                x0 = to_device(start.copy())
+                xp = array_api_compat.array_namespace(x0)
+                f = make(seed)
+                begin = time.perf_counter()
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")
+                    res = zovh_opt.minimize(
+                        lambda x, f=f, xp=xp: f(x, xp), x0, bounds=bounds, rng=seed, options=options
+                    )
+                sync()
+                seconds.append(time.perf_counter() - begin)
+                finals.append(true(res.x, xp))
+                nfevs.append(res.nfev)
+                kept &= (
+                    array_api_compat.array_namespace(res.x) is xp
+                    and res.x.dtype == x0.dtype
+                    and str(array_api_compat.device(res.x)) == str(array_api_compat.device(x0))
+                )
+            each = ", ".join(f"{v:.3g}" for v in finals)
+            secs = ", ".join(f"{v:.1f}" for v in seconds)
+            print(f"| {title} | {name} | {each} | {nfevs} | {secs} | {kept} |", flush=True)
+
+
 if __name__ == "__main__":
     which = sys.argv[1:] or ["memory", "quality"]
     for job in which:
         if job.startswith("memory="):  # memory=cupy: one backend
             memory(only=job.split("=", 1)[1])
         else:
-            {"memory": memory, "quality": quality}[job]()
+            {"memory": memory, "quality": quality, "features": features}[job]()
         print()
