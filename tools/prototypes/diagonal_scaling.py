@@ -1,0 +1,123 @@
+"""The quasi-Newton phase's L-BFGS with a diagonal initial matrix (the prototype of
+`zovh_opt._gradient_phase.QuasiNewtonPhase._initial_matrix`).
+
+``MODE``: ``"scalar"`` (``H0 = s'y / y'y``, the package before), ``"diag"`` (``H0 =
+diag(sum_k s_ki y_ki / sum_k y_ki^2)`` over the kept pairs, the scalar where a coordinate's
+ratio is not positive), ``"validated"`` (the diagonal where, fitted on the older pairs, it
+predicts the newest pair's ``s`` from its ``y`` with less than ``VALIDATION`` times the
+squared error of the older pair's scalar; 0.1 is the package's rule). ``RATIOS`` collects the
+two errors' ratio at each validated direction. Run through ``variant.py``; not a part of
+zovh_opt.
+"""
+
+import math
+import warnings
+
+import numpy as np
+from scipy.optimize import rosen
+
+import zovh_opt
+from zovh_opt import _gradient_phase as gp
+from zovh_opt._backend import norm
+
+MODE = "validated"
+VALIDATION = 0.1
+RATIOS: list[float] = []
+
+
+def _ratios(xp, pairs, scalar):
+    sy = sum(s * y for s, y, _ in pairs)
+    yy = sum(y * y for _, y, _ in pairs)
+    ratios = sy / xp.where(yy > 0, yy, 1.0)
+    return xp.where((yy > 0) & (ratios > 0) & xp.isfinite(ratios), ratios, scalar)
+
+
+def _validated(phase, scalar):
+    xp = phase.xp
+    if len(phase.pairs) < 2:
+        return scalar
+    older, (s, y, _) = phase.pairs[:-1], phase.pairs[-1]
+    s_older, y_older, _ = older[-1]
+    scalar_older = float(xp.sum(s_older * y_older)) / float(xp.sum(y_older * y_older))
+    error_diagonal = float(xp.sum((s - _ratios(xp, older, scalar_older) * y) ** 2))
+    error_scalar = float(xp.sum((s - scalar_older * y) ** 2))
+    RATIOS.append(error_diagonal / error_scalar if error_scalar > 0 else 0.0)
+    if error_diagonal < VALIDATION * error_scalar:
+        return _ratios(xp, phase.pairs, scalar)
+    return scalar
+
+
+def _direction(self):
+    """`QuasiNewtonPhase._direction` of the package before, its ``H0`` by ``MODE``."""
+    xp = self.xp
+    if self.previous is not None:
+        s, y = self.x - self.previous[0], self.g - self.previous[1]
+        sy, yy = float(xp.sum(s * y)), float(xp.sum(y * y))
+        if sy > 1e-10 * yy and math.isfinite(sy):
+            self.pairs = [*self.pairs[-(gp.MEMORY - 1) :], (s, y, 1.0 / sy)]
+    q = xp.asarray(self.g, copy=True)
+    alphas = []
+    for s, y, rho in reversed(self.pairs):
+        a = rho * float(xp.sum(s * q))
+        alphas.append(a)
+        q -= a * y
+    if self.pairs:
+        s, y, rho = self.pairs[-1]
+        scalar = 1.0 / (rho * float(xp.sum(y * y)))
+        if MODE == "scalar":
+            q *= scalar
+        elif MODE == "validated":
+            q *= _validated(self, scalar)
+        else:
+            q *= _ratios(xp, self.pairs, scalar)
+    for (s, y, rho), a in zip(self.pairs, reversed(alphas), strict=True):
+        q += (a - rho * float(xp.sum(y * q))) * s
+    self.p = -q
+    self.slope = float(xp.sum(self.g * self.p))
+    if not self.slope < 0:
+        self.pairs, self.p = [], -self.g
+        self.slope = -float(xp.sum(self.g * self.g))
+    if not self.slope < 0:
+        self.ended = "zero gradient"
+        return
+    length = norm(self.p, xp)
+    self.alpha = 1.0 if self.pairs else gp.FIRST_STEP * self.length / length
+    self.searching, self.trials = True, 0
+
+
+def patch():
+    gp.QuasiNewtonPhase._direction = _direction
+
+
+def _problems():
+    rng = np.random.default_rng(7)
+    h = np.logspace(0, 4, 1000)
+    yield "separable, d = 1000, condition 1e4", lambda x: float(np.sum(h * x * x)) / 2, 1000, 100
+    q = np.linalg.qr(rng.standard_normal((100, 100)))[0]
+    H = q @ np.diag(np.logspace(0, 4, 100)) @ q.T
+    yield "rotated, d = 100, condition 1e4", lambda x: float(x @ H @ x) / 2, 100, 100
+    yield "Rosenbrock, d = 100", lambda x: float(rosen(x)), 100, 300
+    S = np.logspace(0, 3, 100)
+    q = np.linalg.qr(rng.standard_normal((100, 100)))[0]
+    H2 = (S[:, None] * (q @ np.diag(np.logspace(0, 1, 100)) @ q.T)) * S[None, :]
+    yield "rotated, scaled, d = 100", lambda x: float(x @ H2 @ x) / 2, 100, 100
+    h6 = np.logspace(0, 6, 200)
+    yield "separable, d = 200, condition 1e6", lambda x: float(np.sum(h6 * x * x)) / 2, 200, 100
+
+
+if __name__ == "__main__":  # the theory page's table: final f of the default, seeds 0 and 1
+    modes = [("scalar", 1.0), ("diag", 1.0), ("validated", 1.0), ("validated", 0.5)]
+    patch()
+    for title, f, d, budget in _problems():
+        cells = []
+        for mode, validation in [*modes, ("validated", 0.1)]:
+            globals().update(MODE=mode, VALIDATION=validation)
+            finals = []
+            for seed in (0, 1):
+                x0 = np.random.default_rng(100 + seed).standard_normal(d)
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")
+                    res = zovh_opt.minimize(f, x0, rng=seed, options={"maxfev": budget * d})
+                finals.append(f"{res.fun:.2g}")
+            cells.append(", ".join(finals))
+        print(f"| {title}, `{budget} d` | " + " | ".join(cells) + " |", flush=True)
