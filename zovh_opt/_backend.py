@@ -171,6 +171,13 @@ def to_host_floats(values: Any, what: str) -> list[float]:
     return [real_scalar(v, f"each of {what}") for v in values]
 
 
+def quiet_overflow() -> Any:
+    """A context in which NumPy's overflow and invalid-value warnings are off (the other
+    libraries raise none): for computations whose ``inf`` or ``nan`` results the caller
+    handles."""
+    return np.errstate(over="ignore", invalid="ignore")
+
+
 def norm(v: Any, xp: Any = None) -> float:
     """The Euclidean norm of the array ``v`` as a float, free of overflow and underflow.
 

@@ -54,7 +54,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from ._backend import ArraySpace, norm
+from ._backend import ArraySpace, norm, quiet_overflow
 from ._coordinates import power_of_two_near
 from ._methods import build
 from ._noise import repeats
@@ -351,8 +351,11 @@ class QuasiNewtonPhase:
         older = self.pairs[:-1]
         _, y_older, rho_older = older[-1]
         scalar_older = 1.0 / (rho_older * float(xp.sum(y_older * y_older)))
-        error_diagonal = float(xp.sum((s - self._ratios(older, scalar_older) * y) ** 2))
-        error_scalar = float(xp.sum((s - scalar_older * y) ** 2))
+        # a linear f's pairs (y at the rounding of f) can give ratios without bound: an
+        # infinite or nan error rejects the diagonal, without NumPy's warnings
+        with quiet_overflow():
+            error_diagonal = float(xp.sum((s - self._ratios(older, scalar_older) * y) ** 2))
+            error_scalar = float(xp.sum((s - scalar_older * y) ** 2))
         if error_diagonal < DIAGONAL * error_scalar:
             return self._ratios(self.pairs, scalar)
         return scalar
