@@ -5,12 +5,17 @@
 diag(sum_k s_ki y_ki / sum_k y_ki^2)`` over the kept pairs, the scalar where a coordinate's
 ratio is not positive), ``"validated"`` (the diagonal where, fitted on the older pairs, it
 predicts the newest pair's ``s`` from its ``y`` with less than ``VALIDATION`` times the
-squared error of the older pair's scalar; 0.1 is the package's rule). ``RATIOS`` collects the
-two errors' ratio at each validated direction. Run through ``variant.py``; not a part of
-zovh_opt.
+squared error of the older pair's scalar; 0.1 is the package's rule), and with ``STREAK``
+above 1 only where it did so at that many directions in a row. ``RATIOS`` collects the two
+errors' ratio at each validated direction. Run benchmarks through ``variant.py``; not a part
+of zovh_opt.
+
+    python tools/prototypes/diagonal_scaling.py          # the theory page's table
+    python tools/prototypes/diagonal_scaling.py scaled   # the scaled rotated problem's budgets
 """
 
 import math
+import sys
 import warnings
 
 import numpy as np
@@ -22,6 +27,7 @@ from zovh_opt._backend import norm
 
 MODE = "validated"
 VALIDATION = 0.1
+STREAK = 1  # consecutive directions whose check the diagonal must pass
 RATIOS: list[float] = []
 
 
@@ -42,7 +48,9 @@ def _validated(phase, scalar):
     error_diagonal = float(xp.sum((s - _ratios(xp, older, scalar_older) * y) ** 2))
     error_scalar = float(xp.sum((s - scalar_older * y) ** 2))
     RATIOS.append(error_diagonal / error_scalar if error_scalar > 0 else 0.0)
-    if error_diagonal < VALIDATION * error_scalar:
+    passed = error_diagonal < VALIDATION * error_scalar
+    phase.diagonal_streak = (getattr(phase, "diagonal_streak", 0) + 1) if passed else 0
+    if phase.diagonal_streak >= STREAK:
         return _ratios(xp, phase.pairs, scalar)
     return scalar
 
@@ -105,7 +113,37 @@ def _problems():
     yield "separable, d = 200, condition 1e6", lambda x: float(np.sum(h6 * x * x)) / 2, 200, 100
 
 
+def _scaled_rotated_budgets():
+    """The scaled rotated problem at ``100 d`` and ``1000 d``: the default (the package's
+    rule), the method alone and SciPy's L-BFGS-B with finite differences, seeds 0 and 1."""
+    from scipy.optimize import minimize as scipy_minimize
+
+    title, f, d, _ = list(_problems())[3]
+    for budget in (100, 1000):
+        cells = []
+        for options in ({}, {"quasi_newton": False}):
+            finals = []
+            for seed in (0, 1):
+                x0 = np.random.default_rng(100 + seed).standard_normal(d)
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")
+                    res = zovh_opt.minimize(
+                        f, x0, rng=seed, options={"maxfev": budget * d, **options}
+                    )
+                finals.append(f"{res.fun:.2g}")
+            cells.append(", ".join(finals))
+        lbfgsb = []
+        for seed in (0, 1):
+            x0 = np.random.default_rng(100 + seed).standard_normal(d)
+            res = scipy_minimize(f, x0, method="L-BFGS-B", options={"maxfun": budget * d})
+            lbfgsb.append(f"{res.fun:.2g}")
+        print(f"| {title}, `{budget} d` | " + " | ".join([*cells, ", ".join(lbfgsb)]) + " |")
+
+
 if __name__ == "__main__":  # the theory page's table: final f of the default, seeds 0 and 1
+    if sys.argv[1:] == ["scaled"]:
+        _scaled_rotated_budgets()
+        sys.exit()
     modes = [("scalar", 1.0), ("diag", 1.0), ("validated", 1.0), ("validated", 0.5)]
     patch()
     for title, f, d, budget in _problems():
