@@ -14,7 +14,6 @@ of zovh_opt.
     python tools/prototypes/diagonal_scaling.py scaled   # the scaled rotated problem's budgets
 """
 
-import math
 import sys
 import warnings
 
@@ -23,7 +22,6 @@ from scipy.optimize import rosen
 
 import zovh_opt
 from zovh_opt import _gradient_phase as gp
-from zovh_opt._backend import norm
 
 MODE = "validated"
 VALIDATION = 0.1
@@ -55,46 +53,19 @@ def _validated(phase, scalar):
     return scalar
 
 
-def _direction(self):
-    """`QuasiNewtonPhase._direction` of the package before, its ``H0`` by ``MODE``."""
-    xp = self.xp
-    if self.previous is not None:
-        s, y = self.x - self.previous[0], self.g - self.previous[1]
-        sy, yy = float(xp.sum(s * y)), float(xp.sum(y * y))
-        if sy > 1e-10 * yy and math.isfinite(sy):
-            self.pairs = [*self.pairs[-(gp.MEMORY - 1) :], (s, y, 1.0 / sy)]
-    q = xp.asarray(self.g, copy=True)
-    alphas = []
-    for s, y, rho in reversed(self.pairs):
-        a = rho * float(xp.sum(s * q))
-        alphas.append(a)
-        q -= a * y
-    if self.pairs:
-        s, y, rho = self.pairs[-1]
-        scalar = 1.0 / (rho * float(xp.sum(y * y)))
-        if MODE == "scalar":
-            q *= scalar
-        elif MODE == "validated":
-            q *= _validated(self, scalar)
-        else:
-            q *= _ratios(xp, self.pairs, scalar)
-    for (s, y, rho), a in zip(self.pairs, reversed(alphas), strict=True):
-        q += (a - rho * float(xp.sum(y * q))) * s
-    self.p = -q
-    self.slope = float(xp.sum(self.g * self.p))
-    if not self.slope < 0:
-        self.pairs, self.p = [], -self.g
-        self.slope = -float(xp.sum(self.g * self.g))
-    if not self.slope < 0:
-        self.ended = "zero gradient"
-        return
-    length = norm(self.p, xp)
-    self.alpha = 1.0 if self.pairs else gp.FIRST_STEP * self.length / length
-    self.searching, self.trials = True, 0
+def _initial_matrix(self):
+    """`QuasiNewtonPhase._initial_matrix` by ``MODE``."""
+    s, y, rho = self.pairs[-1]
+    scalar = 1.0 / (rho * float(self.xp.sum(y * y)))
+    if MODE == "scalar":
+        return scalar
+    if MODE == "validated":
+        return _validated(self, scalar)
+    return _ratios(self.xp, self.pairs, scalar)
 
 
 def patch():
-    gp.QuasiNewtonPhase._direction = _direction
+    gp.QuasiNewtonPhase._initial_matrix = _initial_matrix
 
 
 def _problems():
