@@ -143,7 +143,7 @@ def test_the_initial_matrix_is_the_inverse_diagonal_of_a_separable_quadratic(bac
     q, _ = np.linalg.qr(np.random.default_rng(4).standard_normal((d, d)))
     H = (q * h) @ q.T
     phase.pairs = secant_pairs(phase, H, 3)
-    s, y, rho = phase.pairs[-1]
+    _, y, rho = phase.pairs[-1]
     scalar = phase._initial_matrix()
     assert isinstance(scalar, float)
     assert scalar == pytest.approx(1 / (rho * float(np.sum(phase.space.to_host(y) ** 2))))
