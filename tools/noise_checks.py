@@ -3,6 +3,7 @@
     python tools/noise_checks.py sphere       # issue #30's noisy sphere, against ZoAR's grid
     python tools/noise_checks.py arange       # the non-negative function reported negative
     python tools/noise_checks.py coverage     # how often fun misses 3 standard errors, by law
+    python tools/noise_checks.py relapse      # a Cauchy run's step rule, every 400 evaluations
 
 ``sphere``: ``|x|^2 + N(0, 1)``, d = 1000, ``x0 = 0.7 N(0, I)`` (f0 about 490), 30 000
 evaluations, seeds 0-2: the true f of the returned point for the default, ``noisy=False``
@@ -16,6 +17,10 @@ standard errors (the sample's, as ``fun_std_error`` is) from the true mean, over
 per row, for normal values, the noise benchmark's severe multiplicative models (``gaussian``:
 ``exp(N(0, 1))``, lognormal; ``uniform``: ``U max(1, (1e9 / g)^(alpha U'))`` at d = 20, for a
 gap ``g`` of 1e3 and 1e-2) and Student's t with 3 degrees of freedom.
+``relapse``: the noise benchmark's Cauchy model on f1 (instance 5, d = 20, ``1000 d``), an
+``Optimizer`` loop with ``rng=0`` (``relapse 3``: 3), whose runs differ from the benchmark's:
+every 400 evaluations the true gap of ``x`` over the start's (log10), the step rule's radius
+level, ``mu``, running step length and noise variance.
 """
 
 import sys
@@ -103,5 +108,34 @@ def coverage():
         print(f"{name:28}" + " ".join(cells))
 
 
+def relapse(seed=0):
+    import warnings
+
+    from zovh_opt.benchmarks import noise
+
+    problem = noise._problem({"suite": "bbob", "dim": 20}, 1, 5, "cauchy")
+    x0 = np.asarray(problem.problem.initial_solution, dtype=float)
+    gap0 = problem.gap(x0)
+    opt = zovh_opt.Optimizer(x0, rng=seed, options={"maxfev": 20_000})
+    shown = 0
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        while not opt.done:
+            opt.tell([problem(p) for p in opt.ask()])
+            control = opt._step.control
+            if problem.calls - shown >= 400 and control is not None:
+                shown = problem.calls
+                gap = np.log10(problem.gap(np.asarray(opt.x)) / gap0)
+                print(
+                    f"{problem.calls:6d} gap {gap:6.2f}  level {control.level:3d}"
+                    f"  mu {control.smoothing:.2e}  step {control.step_length:.2e}"
+                    f"  noise variance {control.noise_variance:.2e}",
+                    flush=True,
+                )
+
+
 if __name__ == "__main__":
-    {"sphere": sphere, "arange": arange, "coverage": coverage}[sys.argv[1]]()
+    if sys.argv[1] == "relapse":
+        relapse(*(int(a) for a in sys.argv[2:]))
+    else:
+        {"sphere": sphere, "arange": arange, "coverage": coverage}[sys.argv[1]]()
