@@ -8,6 +8,8 @@ where the radius went up (``False``: at any change, as measured before and not k
 through ``variant.py``; not a part of zovh_opt.
 """
 
+import math
+
 from zovh_opt._methods import _base
 from zovh_opt._step_size import MEASURE
 
@@ -16,7 +18,7 @@ UP_ONLY = True
 
 def _trial(self):
     norm = self.direction_norm
-    if not (norm == norm and 0 < norm < float("inf")):
+    if not (math.isfinite(norm) and norm > 0):
         return
     control = self.control
     rate = control.rate_for(norm)
