@@ -351,21 +351,22 @@ class QuasiNewtonPhase:
         older = self.pairs[:-1]
         _, y_older, rho_older = older[-1]
         scalar_older = 1.0 / (rho_older * float(xp.sum(y_older * y_older)))
+        sy = sum(s_k * y_k for s_k, y_k, _ in older)  # the older pairs' sums, once
+        yy = sum(y_k * y_k for _, y_k, _ in older)
         # a linear f's pairs (y at the rounding of f) can give ratios without bound: an
         # infinite or nan error rejects the diagonal, without NumPy's warnings
         with quiet_overflow():
-            error_diagonal = float(xp.sum((s - self._ratios(older, scalar_older) * y) ** 2))
+            error_diagonal = float(xp.sum((s - self._ratios(sy, yy, scalar_older) * y) ** 2))
             error_scalar = float(xp.sum((s - scalar_older * y) ** 2))
         if error_diagonal < DIAGONAL * error_scalar:
-            return self._ratios(self.pairs, scalar)
+            return self._ratios(sy + s * y, yy + y * y, scalar)  # all kept pairs' sums
         return scalar
 
-    def _ratios(self, pairs: list[tuple[Any, Any, float]], scalar: float) -> Any:
-        """``sum_k s_ki y_ki / sum_k y_ki^2`` over ``pairs`` for each coordinate ``i`` (the
-        least-squares diagonal ``D`` of ``s ~ D y``), ``scalar`` where not positive."""
+    def _ratios(self, sy: Any, yy: Any, scalar: float) -> Any:
+        """``sy / yy`` for each coordinate, from the sums ``sum_k s_ki y_ki`` and
+        ``sum_k y_ki^2`` over pairs (the least-squares diagonal ``D`` of ``s ~ D y``),
+        ``scalar`` where not positive."""
         xp = self.xp
-        sy = sum(s * y for s, y, _ in pairs)
-        yy = sum(y * y for _, y, _ in pairs)
         ratios = sy / xp.where(yy > 0, yy, xp.ones_like(yy))
         usable = (yy > 0) & (ratios > 0) & xp.isfinite(ratios)
         return xp.where(usable, ratios, xp.full_like(ratios, scalar))
