@@ -97,7 +97,9 @@ def test_a_noisy_objective_is_found_at_x0_and_measured_there():
     res = zovh_opt.minimize(fun, np.ones(20), rng=1, options={"maxfev": 4000})
     assert all(np.array_equal(p, np.ones(20)) for p in points[:10])  # x0, 10 values
     assert not np.array_equal(points[10], np.ones(20))
-    assert 0.3 < res.noise_std < 0.8 and "Noise detected" in res.message
+    # the sample sd of 10 values of sd 0.5: outside (0.135, 0.968) with probability 2e-4
+    # (chi-square, 9 degrees of freedom); the band (0.3, 0.8) before failed one stream in 20
+    assert 0.135 < res.noise_std < 0.968 and "Noise detected" in res.message
     assert res.nfev == len(points) <= 4000
 
 

@@ -637,6 +637,7 @@ def _phase_again(run: Any) -> bool:
     before it is compared with what follows."""
     run._phase = GRADIENT
     run._stopping.forget_windows()
+    run._returned.average.forget()
     return True
 
 

@@ -10,13 +10,13 @@ numbers per step.
 
 A run measures ``x0`` where it asks whether the objective is noisy (`zovh_opt._noise`), then
 iterates until a stopping rule fires, then makes the final ask (for a noisy objective two: the
-final iterate, then the chosen point). ``x0`` is copied, and every array handed out is new and
-never read again. When ``fun`` raises inside `Optimizer.run`, the ask stays pending with the
-values obtained (``run`` again evaluates the rest; ``tell`` or ``discard`` also close it); a
-Ctrl-C ends ``run`` with status 6, and ``run`` again continues. Calls from a second thread
-while one is inside ``ask``, ``tell``, ``discard``, ``run`` or ``save`` raise
-``RuntimeError`` at once. ``save`` and ``load`` continue a run bit for bit, also between an
-``ask`` and its ``tell``.
+final iterate and the average of its centres, then the chosen point). ``x0`` is copied, and
+every array handed out is new and never read again. When ``fun`` raises inside
+`Optimizer.run`, the ask stays pending with the values obtained (``run`` again evaluates the
+rest; ``tell`` or ``discard`` also close it); a Ctrl-C ends ``run`` with status 6, and ``run``
+again continues. Calls from a second thread while one is inside ``ask``, ``tell``,
+``discard``, ``run`` or ``save`` raise ``RuntimeError`` at once. ``save`` and ``load``
+continue a run bit for bit, also between an ``ask`` and its ``tell``.
 """
 
 from __future__ import annotations
@@ -239,8 +239,7 @@ class Optimizer:
         """
         if self._pending is None:
             raise RuntimeError("tell() needs a preceding ask()")
-        host = to_host_floats(values, "values")
-        n = len(self._partial)
+        host, n = to_host_floats(values, "values"), len(self._partial)
         if len(host) != n:
             raise ValueError(f"tell() expects {n} values, got {len(host)}")
         superseded = n - self._partial.count(None)  # values `run` had obtained: re-evaluated
@@ -463,6 +462,7 @@ class Optimizer:
         # smoothing bias, which grows as the model learns)
         f_estimate = step.f_estimate(told) * self._coordinates.f_unit
         step.tell(told)
+        self._returned.follow(None if step.control is None else step.centre)
         length = step.step_norm if step.control is None else step.control.step_length
         scale = self._stopping.length_scale(step.control)
         verdict = self._stopping.after_iteration(

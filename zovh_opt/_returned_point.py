@@ -6,10 +6,14 @@
 - **For a noisy objective** (``noisy=True``, or noise found by ``noisy="auto"``,
   `zovh_opt._noise`) the minimum of noisy values is a biased pick (it favours points whose
   noise was negative). ``x0`` is measured ``final_evaluations`` times before the first
-  iteration; the run ends with ``final_evaluations`` fresh values at the final iterate, and
-  ``x`` is the final iterate where both the mean and the median of its values are the lower,
-  else ``x0`` (where the noise buried the slope the step rule accepts trials by chance and the
-  iterate can drift uphill; a skewed noise's sample mean can favour the worse point); then
+  iteration; the run ends with ``final_evaluations`` fresh values at the final iterate and,
+  with the step rule, as many at the average of its recent centres
+  (`zovh_opt._centre_average`). The candidate is the average unless the final iterate's
+  values are significantly the lower (ranks or medians, `significantly_lower`: the average
+  removes the noise of the last steps, and lags a run that still descends). ``x`` is the
+  candidate where both the mean and the median of its values are below ``x0``'s, else ``x0``
+  (where the noise buried the slope the step rule accepts trials by chance and the iterate
+  can drift uphill; a skewed noise's sample mean can favour the worse point); then
   ``final_evaluations`` values at ``x``, which the choice never saw, give ``fun``, unbiased,
   its standard error ``fun_std_error`` and the noise's standard deviation there,
   ``noise_std``. NaN and inf values are missing data in both: left out of the means, and a
@@ -21,10 +25,17 @@ from __future__ import annotations
 
 import math
 import statistics
+from collections import Counter
 from collections.abc import Callable
 from typing import Any
 
-__all__ = ["ReturnedPoint", "finite_mean", "mean", "sample_std"]
+from ._centre_average import CentreAverage
+from ._robust import NORMAL_MAD
+
+__all__ = ["ReturnedPoint", "SIGNIFICANCE", "finite_mean", "mean", "sample_std"]
+
+SIGNIFICANCE = 2.0  # standard deviations by which the final iterate must beat the average
+MEDIAN_ERROR = 1.2533  # a normal sample median's standard error over the mean's, sqrt(pi / 2)
 
 
 def mean(values: list[float]) -> float:
@@ -42,6 +53,40 @@ def finite_median(values: list[float]) -> float:
     """The median of the finite ``values``; ``inf`` when there is none (such a side loses)."""
     finite = [v for v in values if math.isfinite(v)]
     return statistics.median(finite) if finite else math.inf
+
+
+def median_error(values: list[float]) -> float:
+    """The standard error of the median of ``values`` (finite, at least one), from their
+    median absolute deviation: 0 where more than half are one number (exact values with a few
+    outliers)."""
+    median = statistics.median(values)
+    spread = NORMAL_MAD * statistics.median([abs(v - median) for v in values])
+    return MEDIAN_ERROR * spread / math.sqrt(len(values))
+
+
+def significantly_lower(values: list[float], other: list[float]) -> bool:
+    """Whether the finite ``values`` lie below the ``other`` by `SIGNIFICANCE` standard
+    deviations of the Mann-Whitney rank statistic or of the medians' difference.
+
+    ``U``, the pairs ``(v, w)`` with ``v < w`` (ties count half), against its mean under equal
+    distributions (the normal approximation with the ties' correction): ranks see neither an
+    outlier's size nor a skewed tail. The medians, with standard errors from the median
+    absolute deviations, decide where most values are exact and a few are outliers (COCO's
+    Cauchy model, four calls in five exact), which three outliers among ten values hide from
+    the ranks. A side without two finite values is never significantly lower; against one,
+    always."""
+    a = [v for v in values if math.isfinite(v)]
+    b = [v for v in other if math.isfinite(v)]
+    n, m = len(a), len(b)
+    if n < 2 or m < 2:
+        return n >= 2
+    u = sum(1.0 if v < w else 0.5 if v == w else 0.0 for v in a for w in b)
+    ties = sum(t * t * t - t for t in Counter(a + b).values())
+    variance = n * m / 12 * (n + m + 1 - ties / ((n + m) * (n + m - 1)))
+    if variance > 0 and u - n * m / 2 > SIGNIFICANCE * math.sqrt(variance):
+        return True
+    error = math.hypot(median_error(a), median_error(b))
+    return statistics.median(a) < statistics.median(b) - SIGNIFICANCE * error
 
 
 def sample_std(values: list[float]) -> float:
@@ -77,6 +122,7 @@ class ReturnedPoint:
         self.best: tuple[float, Any] | None = None  # lowest finite evaluated value, its point
         self.start = start if noisy else None
         self.start_values: list[float] | None = None  # x0's, measured before the run
+        self.average = CentreAverage()  # of a noisy run's centres (`follow`)
         self.compared: list[float] | None = None  # the comparison's values, once in
         self.final_values: list[float] | None = None
 
@@ -86,53 +132,80 @@ class ReturnedPoint:
         self.noisy, self.per_point = True, evaluations
         self.start, self.start_values = start, list(start_values)
 
+    def follow(self, centre: Any) -> None:
+        """The step rule's centre after an iteration (``None``: a fixed rate has none): a
+        noisy run averages it."""
+        if self.noisy and centre is not None:
+            self.average.add(centre)
+
     @property
     def reserve(self) -> int:
-        """Evaluations after the last iteration: ``final_evaluations``; twice as many for a
-        noisy objective (the final iterate, then the returned point), three times where
-        ``x0`` was not measured at the start."""
+        """Evaluations after the last iteration: ``final_evaluations``; for a noisy objective
+        once each at the final iterate, the average of the centres (where the next iteration
+        makes one), ``x0`` where it was not measured at the start, and the returned point."""
         if not self.noisy:
             return self.per_point
-        return self.per_point * (2 if self.start_values is not None else 3)
+        blocks = 2 + (self.average.count > 0) + (self.start_values is None)
+        return self.per_point * blocks
 
     @property
     def comparing(self) -> bool:
         """Whether the next final ask compares the final iterate with the start."""
         return self.start is not None and self.compared is None
 
+    def _blocks(self) -> list[str]:
+        """The points of the comparison's ask, ``final_evaluations`` values each, in order."""
+        blocks = ["iterate"] + (["average"] if self.average.usable else [])
+        return blocks + (["start"] if self.start_values is None else [])
+
     def final_size(self) -> int:
         """The number of points of the next final ask."""
-        both = self.comparing and self.start_values is None
-        return self.per_point * (2 if both else 1)
+        return self.per_point * (len(self._blocks()) if self.comparing else 1)
+
+    def _values(self, block: str) -> list[float]:
+        """The comparison's values at ``block`` (``x0``'s: measured at the start, or there)."""
+        if block == "start" and self.start_values is not None:
+            return self.start_values
+        i = self._blocks().index(block) * self.per_point
+        return self.compared[i : i + self.per_point]
+
+    def candidate(self) -> str:
+        """The comparison's candidate for ``x``: ``"average"``, unless the final iterate's
+        values are significantly the lower or there is no average, ``"iterate"``."""
+        if self.compared is None or not self.average.usable:
+            return "iterate"
+        iterate = self._values("iterate")
+        return "iterate" if significantly_lower(iterate, self._values("average")) else "average"
 
     def chose_start(self) -> bool:
         """Whether the comparison keeps the start: the mean or the median of its finite
-        values below the final iterate's.
+        values below the candidate's.
 
         The run minimises the mean, but ten values of a skewed noise rarely hold the large
         ones that carry it: a point farther from the optimum can show the lower sample mean
         (bbob-noisy's severe multiplicative models, 3 of 60 runs of the noise benchmark
-        returned points 1.3-3.4 times farther than ``x0``). The final iterate must then also
-        have the lower median, which those values' tails do not move.
+        returned points 1.3-3.4 times farther than ``x0``). The candidate must then also have
+        the lower median, which those values' tails do not move.
         """
         if self.compared is None:
             return False
-        n = self.per_point
-        start = self.compared[n:] if self.start_values is None else self.start_values
-        final = self.compared[:n]
+        start, final = self._values("start"), self._values(self.candidate())
         if finite_mean(start) < finite_mean(final):
             return True
         return finite_median(start) < finite_median(final)
 
+    def chosen(self) -> str:
+        """What the comparison returns: ``"start"``, ``"average"`` or ``"iterate"``."""
+        return "start" if self.chose_start() else self.candidate()
+
     def final_point(self, i: int, iterate: Callable[[], Any], to_user: Callable) -> Any:
         """Point ``i`` of the final ask (a new array): the final iterate (``iterate()``), the
-        start for the second half of a comparison, or the point the comparison chose."""
-        if self.comparing:
-            if self.start_values is None and i >= self.per_point:
-                return to_user(self.start)
-            return iterate()
-        if self.chose_start():
+        average of the centres or the start for the comparison, or the point it chose."""
+        block = self._blocks()[i // self.per_point] if self.comparing else self.chosen()
+        if block == "start":
             return to_user(self.start)
+        if block == "average":
+            return to_user(self.average.mean)
         return iterate()
 
     def observe(self, values: list[float | None], point: Callable[[int], Any]) -> None:
@@ -160,10 +233,12 @@ class ReturnedPoint:
         """The values of a final ask: whether the run is done, and what the message adds."""
         if self.comparing:
             self.compared = list(values)  # the next final ask measures the choice
-            if self.chose_start():
-                return False, (
-                    " The final iterate's mean value was above the start's: x is the start."
-                )
+            chosen = self.chosen()
+            if chosen == "start":
+                what = "final iterate" if self.candidate() == "iterate" else "centres' average"
+                return False, f" The {what}'s mean value was above the start's: x is the start."
+            if chosen == "average":
+                return False, " x is the average of the last iterations' centres."
             return False, ""
         self.final_values = list(values)
         if self.noisy and not any(math.isfinite(v) for v in values):
@@ -193,6 +268,7 @@ class ReturnedPoint:
             "start": self.start,
             "start_values": self.start_values,
             "compared": self.compared,
+            "centre_average": self.average.state(),
         }
 
     def load_state(self, state: dict[str, Any], vector: Callable[[Any], Any]) -> None:
@@ -204,5 +280,6 @@ class ReturnedPoint:
         start, compared = state.get("start"), state.get("compared")
         self.start = None if start is None else vector(start)
         self.compared = None if compared is None else [float(v) for v in compared]
+        self.average.load_state(state.get("centre_average"), vector)
         start_values = state.get("start_values")
         self.start_values = None if start_values is None else [float(v) for v in start_values]
