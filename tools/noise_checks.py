@@ -1,13 +1,14 @@
 """Checks of the noise handling quoted in the docs (theory page, *Noise*), outside the tests.
 
-    python tools/noise_checks.py sphere       # issue #30's noisy sphere, against ZoAR's grid
+    python tools/noise_checks.py sphere [N]   # issue #30's noisy sphere, against ZoAR's grid
     python tools/noise_checks.py arange       # the non-negative function reported negative
     python tools/noise_checks.py coverage     # how often fun misses 3 standard errors, by law
     python tools/noise_checks.py relapse      # a Cauchy run's step rule, every 400 evaluations
 
 ``sphere``: ``|x|^2 + N(0, 1)``, d = 1000, ``x0 = 0.7 N(0, I)`` (f0 about 490), 30 000
-evaluations, seeds 0-2: the true f of the returned point for the default, ``noisy=False``
-(the rule before), and ZoAR with ``noisy=True`` at each learning rate of the grid
+evaluations, seeds 0 to N - 1 (3 unless given): the true f of the returned point for the
+default, ``noisy=False`` (the rule before), and ZoAR with ``noisy=True`` at each learning rate
+of the grid
 ``1, 2, 5 x 10^-6 ... 10^0`` (the best of them is the oracle). ``arange``:
 ``sum((x - arange(6))**2) + 5 N(0, 1)`` from 0, default budget, seeds 0-5: the reported
 ``fun``, its standard error, the true value at ``x`` and the status, for the default and
@@ -45,8 +46,8 @@ def sphere_run(seed, method="zovh", **options):
     return float(res.x @ res.x)
 
 
-def sphere():
-    seeds = range(3)
+def sphere(n=3):
+    seeds = range(n)
     rows = {
         "zovh (default)": [sphere_run(s) for s in seeds],
         "zovh noisy=False": [sphere_run(s, noisy=False) for s in seeds],
@@ -135,7 +136,7 @@ def relapse(seed=0):
 
 
 if __name__ == "__main__":
-    if sys.argv[1] == "relapse":
-        relapse(*(int(a) for a in sys.argv[2:]))
+    if sys.argv[1] in ("relapse", "sphere"):
+        {"relapse": relapse, "sphere": sphere}[sys.argv[1]](*(int(a) for a in sys.argv[2:]))
     else:
         {"sphere": sphere, "arange": arange, "coverage": coverage}[sys.argv[1]]()
