@@ -107,8 +107,9 @@ def minimize(
     -------
     scipy.optimize.OptimizeResult
         ``x`` (in the namespace and on the device of ``x0``): the evaluated point with the
-        lowest finite value, and ``fun`` that value (for a noisy objective: the final iterate
-        or ``x0``, and the mean of fresh evaluations there, see Notes); ``noise_std`` (0 for a
+        lowest finite value, and ``fun`` that value (for a noisy objective: the average of
+        the recent centres, the final iterate or ``x0``, and the mean of fresh evaluations
+        there, see Notes); ``noise_std`` (0 for a
         deterministic objective; with ``noisy=False`` absent) and ``fun_std_error``; ``nit``,
         ``nfev`` (every evaluation, the final one at the last iterate included), ``status``,
         ``success``, ``message``; ``iteration`` (what ran: the method's name, or for
@@ -302,7 +303,7 @@ def minimize(
         ``False``: the method from ``x0``.
     final_evaluations : int, default 1 (10 for a noisy objective)
         Evaluations at the final iterate; for a noisy objective also at ``x0`` (before the
-        first iteration) and at the returned point.
+        first iteration), at the average of the recent centres and at the returned point.
     max_restarts : int, default 5
         Restarts after 10 iterations in a row without finite values, before the next such
         failure ends the run with status 3. Divergence of a fixed rate always restarts.
@@ -355,9 +356,12 @@ def minimize(
     biased low (it picks favourable noise) and its point is not the best one. Once the run
     knows the objective is noisy (``noisy="auto"`` found it, or ``noisy=True``), ``x0`` is
     measured ``final_evaluations`` times and the run ends with as many values at the final
-    iterate: ``x`` is the final iterate where the mean and the median of its values are both
-    the lower, else ``x0`` (where noise decided the step rule's comparisons the iterate can
-    drift uphill), ``fun`` the mean of
+    iterate and (with the step rule) at the average of its recent centres, which removes the
+    noise the last steps left in the iterate: the candidate is the average unless the
+    iterate's values are significantly the lower (ranks or medians), and ``x`` is the
+    candidate where the mean and the median of its values are both below ``x0``'s, else
+    ``x0`` (where noise decided the step rule's comparisons the iterate can drift uphill),
+    ``fun`` the mean of
     ``final_evaluations`` fresh values there (unbiased for the mean of ``fun`` at ``x``),
     ``fun_std_error`` its standard error (the sample's: with 10 values 3 of them miss 1.6 % of
     normal errors, and more of skewed ones; raise ``final_evaluations`` for a tighter one) and
