@@ -94,6 +94,23 @@ def test_a_noisy_sphere_returns_the_average_closer_than_its_final_iterate():
     assert max(closer) < 1 and np.median(closer) < 0.5
 
 
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_a_noisy_run_returns_the_average_like_x0(backend, dtype):
+    """The average is an array of x0's namespace, dtype and device, and so is ``x``."""
+    x0 = backend.asarray(np.ones(20), dtype=dtype)
+    noise = np.random.default_rng(0)
+
+    def f(x):
+        return float(backend.to_numpy(x) @ backend.to_numpy(x)) + 0.1 * noise.standard_normal()
+
+    opt = zovh_opt.Optimizer(x0, rng=0, options={"maxfev": 2000})
+    res = opt.run(f)
+    assert "average" in res.message and opt._returned.average.count > 100
+    for a in (opt._returned.average.mean, res.x):
+        assert type(a) is type(x0) and a.dtype == x0.dtype
+    assert float(backend.to_numpy(res.x) @ backend.to_numpy(res.x)) < 0.1 * 20
+
+
 def test_deterministic_runs_and_fixed_rates_keep_no_average():
     sphere = lambda x: float(x @ x)  # noqa: E731
     opt = zovh_opt.Optimizer(np.ones(10), rng=0, options={"maxfev": 2000})
