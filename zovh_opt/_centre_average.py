@@ -44,7 +44,8 @@ class CentreAverage:
             self.mean = centre + 0  # a copy in the centre's namespace, dtype and device
             return
         weight = (DECAY + 1) / (self.count + DECAY)
-        self.mean = self.mean + weight * (centre - self.mean)
+        self.mean *= 1.0 - weight  # in place: one temporary a centre (its own array)
+        self.mean += weight * centre
 
     def forget(self) -> None:
         """The run left its neighbourhood (the phase starts again elsewhere): start anew."""
