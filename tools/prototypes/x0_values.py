@@ -12,7 +12,8 @@ of zovh_opt.
 from zovh_opt import _noise
 
 X0_VALUES = 30
-_found, _act, _init = _noise.NoiseMonitor.found, _noise.NoiseMonitor.act, _noise.NoiseMonitor.__init__
+_monitor = _noise.NoiseMonitor
+_found, _act, _init = _monitor.found, _monitor.act, _monitor.__init__
 
 
 def __init__(self, mode, adaptive, evaluations, start):
