@@ -55,7 +55,7 @@ def comparison(iterate, average, start):
     returned = ReturnedPoint(noisy=True, final_evaluations=len(iterate), start=np.ones(3), xp=np)
     returned.start_values = start
     for c in (np.zeros(3), np.ones(3)):  # two centres: an average to compare
-        returned.follow(c)
+        returned.average.add(c)
     returned.compared = iterate + average
     return returned.chosen()
 

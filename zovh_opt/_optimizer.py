@@ -462,7 +462,7 @@ class Optimizer:
         # smoothing bias, which grows as the model learns)
         f_estimate = step.f_estimate(told) * self._coordinates.f_unit
         step.tell(told)
-        self._returned.follow(None if step.control is None else step.centre)
+        self._returned.follow(step)
         length = step.step_norm if step.control is None else step.control.step_length
         scale = self._stopping.length_scale(step.control)
         verdict = self._stopping.after_iteration(

@@ -30,7 +30,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ._centre_average import CentreAverage
-from ._robust import NORMAL_MAD
+from ._robust import scale as robust_scale
 
 __all__ = ["ReturnedPoint", "SIGNIFICANCE", "finite_mean", "mean", "sample_std"]
 
@@ -57,11 +57,9 @@ def finite_median(values: list[float]) -> float:
 
 def median_error(values: list[float]) -> float:
     """The standard error of the median of ``values`` (finite, at least one), from their
-    median absolute deviation: 0 where more than half are one number (exact values with a few
-    outliers)."""
-    median = statistics.median(values)
-    spread = NORMAL_MAD * statistics.median([abs(v - median) for v in values])
-    return MEDIAN_ERROR * spread / math.sqrt(len(values))
+    robust scale (`zovh_opt._robust.scale`): 0 where more than half are one number (exact
+    values with a few outliers)."""
+    return MEDIAN_ERROR * robust_scale(values) / math.sqrt(len(values))
 
 
 def significantly_lower(values: list[float], other: list[float]) -> bool:
@@ -132,11 +130,11 @@ class ReturnedPoint:
         self.noisy, self.per_point = True, evaluations
         self.start, self.start_values = start, list(start_values)
 
-    def follow(self, centre: Any) -> None:
-        """The step rule's centre after an iteration (``None``: a fixed rate has none): a
-        noisy run averages it."""
-        if self.noisy and centre is not None:
-            self.average.add(centre)
+    def follow(self, method: Any) -> None:
+        """After an iteration of ``method``: a noisy run averages the step rule's centre (a
+        fixed rate has none; a deterministic run reads nothing)."""
+        if self.noisy and method.control is not None:
+            self.average.add(method.centre)
 
     @property
     def reserve(self) -> int:

@@ -21,6 +21,8 @@ the sample's MAD itself (in batches of 12, 3 in 10^4).
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 CLIP = 3.0  # robust scales from the median beyond which a value is clipped
@@ -28,8 +30,10 @@ OUTLIER = 8.0  # and beyond which a pair's residual marks the pair as hit by an 
 NORMAL_MAD = 1.4826  # the standard deviation of normal values over their MAD
 
 
-def scale(values: np.ndarray) -> float:
-    """``1.4826`` times the median absolute deviation of ``values`` (host floats)."""
+def scale(values: Any) -> float:
+    """``1.4826`` times the median absolute deviation of ``values`` (host floats: an array or
+    a sequence)."""
+    values = np.asarray(values, dtype=np.float64)
     with np.errstate(over="ignore", invalid="ignore"):  # huge values: an inf or nan scale
         return NORMAL_MAD * float(np.median(np.abs(values - np.median(values))))
 
