@@ -4,6 +4,7 @@
     python tools/noise_checks.py arange       # the non-negative function reported negative
     python tools/noise_checks.py coverage     # how often fun misses 3 standard errors, by law
     python tools/noise_checks.py relapse      # a Cauchy run's step rule, every 400 evaluations
+    python tools/noise_checks.py average-cost # the centres' average's time an iteration, d = 1e6
 
 ``sphere``: ``|x|^2 + N(0, 1)``, d = 1000, ``x0 = 0.7 N(0, I)`` (f0 about 490), 30 000
 evaluations, seeds 0 to N - 1 (3 unless given): the true f of the returned point for the
@@ -22,6 +23,9 @@ gap ``g`` of 1e3 and 1e-2) and Student's t with 3 degrees of freedom.
 ``Optimizer`` loop with ``rng=0`` (``relapse 3``: 3), whose runs differ from the benchmark's:
 every 400 evaluations the true gap of ``x`` over the start's (log10), the step rule's radius
 level, ``mu``, running step length and noise variance.
+``average-cost``: ``CentreAverage.add`` at d = 1e6 (NumPy, float64), the mean of 50 calls,
+beside the driver's own time an iteration (evaluations excluded) of a ``noisy=True`` run on
+the sphere at d = 1e6 over 15 iterations.
 """
 
 import sys
@@ -135,8 +139,39 @@ def relapse(seed=0):
                 )
 
 
+def average_cost():
+    import time
+
+    from zovh_opt._centre_average import CentreAverage
+
+    d = 10**6
+    centre, average = np.ones(d), CentreAverage()
+    average.add(centre)
+    start = time.perf_counter()
+    for _ in range(50):
+        average.add(centre)
+    add = (time.perf_counter() - start) / 50
+    noise = np.random.default_rng(0)
+    opt = zovh_opt.Optimizer(np.ones(d), rng=0, options={"maxfev": 10**7, "noisy": True})
+    while opt.nit < 3:
+        opt.tell([float(p @ p) + noise.standard_normal() for p in opt.ask()])
+    own, first = 0.0, opt.nit
+    while opt.nit < first + 15:
+        start = time.perf_counter()
+        points = opt.ask()
+        asked = time.perf_counter()
+        values = [float(p @ p) + noise.standard_normal() for p in points]
+        start += time.perf_counter() - asked  # the evaluations are not the driver's
+        opt.tell(values)
+        own += time.perf_counter() - start
+    print(f"CentreAverage.add at d = 1e6: {1e3 * add:.2f} ms")
+    print(f"an iteration's own time there ({len(points)} points): {1e3 * own / 15:.1f} ms")
+
+
 if __name__ == "__main__":
     if sys.argv[1] in ("relapse", "sphere"):
         {"relapse": relapse, "sphere": sphere}[sys.argv[1]](*(int(a) for a in sys.argv[2:]))
     else:
-        {"sphere": sphere, "arange": arange, "coverage": coverage}[sys.argv[1]]()
+        checks = {"sphere": sphere, "arange": arange, "coverage": coverage}
+        checks["average-cost"] = average_cost
+        checks[sys.argv[1]]()
