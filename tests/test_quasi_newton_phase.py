@@ -527,7 +527,9 @@ def test_noise_found_by_the_phase_makes_the_run_noisy():
 
     res = zovh_opt.minimize(f, np.ones(20), rng=0, options={"maxfev": 4000})
     assert res.quasi_newton["ended"] == "noise"
-    assert "Noise detected" in res.message and res.fun_std_error > 0
+    # fun is a mean of fresh values (a deterministic run's result has no fun_std_error); its
+    # ten values hold no outlier in 0.8^10 = 11 % of runs, so the error itself may be 0
+    assert "Noise detected" in res.message and math.isfinite(res.fun_std_error)
 
 
 def test_scaling_f_by_a_power_of_two_changes_nothing():
