@@ -4,6 +4,7 @@
     python tools/gpu_checks.py memory=cupy  # one backend
     python tools/gpu_checks.py quality   # the same problems on NumPy, CUDA PyTorch and CuPy
     python tools/gpu_checks.py features  # the run's later parts on each backend
+    python tools/gpu_checks.py noisy     # the centres' average on the device, d = 1e6
 
 ``memory``: the default `zovh_opt.minimize` on the sphere, evaluated point by point (as the
 CPU's memory benchmark does) and in one batch on the device (``vectorized=True``: the batch
@@ -25,6 +26,12 @@ d = 2), ``new_starts`` (Rastrigin, d = 5), noise on the sphere (d = 20: the nois
 benchmark's Cauchy outliers, and additive noise of sd 0.2), a start on a bound (d = 10); the
 true ``f`` of ``res.x``, ``nfev``, the seconds, and whether ``res.x`` kept the namespace,
 dtype and device of ``x0``.
+``noisy``: a ``noisy=True`` run on the sphere plus ``N(0, 1)`` at ``d = 10^6``, float32, the
+batch evaluated on the device (``vectorized=True``, the noise drawn on the host, one value a
+point), 40 iterations: the median of the driver's own time an ask and tell (synchronized,
+evaluations excluded), ``CentreAverage.add``'s time there (the mean of 50 synchronized
+calls), the count of centres averaged, and whether ``res.x`` kept ``x0``'s namespace, dtype
+and device.
 
 Needs PyTorch with CUDA or CuPy; prints what it skips.
 """
@@ -281,11 +288,56 @@ def features(seeds=(0, 1)):
             print(f"| {title} | {name} | {each} | {nfevs} | {secs} | {kept} |", flush=True)
 
 
+def noisy(d=10**6, iterations=40):
+    import array_api_compat
+
+    from zovh_opt._centre_average import CentreAverage
+
+    print("| backend | own ms an ask and tell (median) | add ms | centres averaged | x like x0 |")
+    print("|---|---|---|---|---|")
+    for name, to_device, sync in backends():
+        x0 = to_device(np.ones(d, dtype=np.float32))
+        average = CentreAverage()
+        average.add(x0)
+        sync()
+        start = time.perf_counter()
+        for _ in range(50):
+            average.add(x0)
+        sync()
+        add = (time.perf_counter() - start) / 50
+        noise = np.random.default_rng(0)
+        opt = zovh_opt.Optimizer(x0, rng=0, options={"noisy": True, "maxiter": iterations})
+        times = []  # the driver's own seconds of each ask and tell
+        while not opt.done:
+            sync()
+            start = time.perf_counter()
+            points = opt.ask()
+            sync()
+            asked = time.perf_counter()
+            values = to_numpy(_sphere_rows(points)) + noise.standard_normal(points.shape[0])
+            start += time.perf_counter() - asked
+            opt.tell(values)
+            sync()
+            times.append(time.perf_counter() - start)
+        res = opt.result()
+        kept = (
+            array_api_compat.array_namespace(res.x) is array_api_compat.array_namespace(x0)
+            and res.x.dtype == x0.dtype
+            and str(array_api_compat.device(res.x)) == str(array_api_compat.device(x0))
+        )
+        count = opt._returned.average.count
+        print(
+            f"| {name} | {1e3 * np.median(times):.2f} | {1e3 * add:.3f} | {count} | {kept} |",
+            flush=True,
+        )
+
+
 if __name__ == "__main__":
     which = sys.argv[1:] or ["memory", "quality"]
     for job in which:
         if job.startswith("memory="):  # memory=cupy: one backend
             memory(only=job.split("=", 1)[1])
         else:
-            {"memory": memory, "quality": quality, "features": features}[job]()
+            jobs = {"memory": memory, "quality": quality, "features": features, "noisy": noisy}
+            jobs[job]()
         print()
