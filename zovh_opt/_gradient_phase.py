@@ -34,15 +34,19 @@ method then starts from the phase's point with the budget that is left
 found noise, the method starts as a noisy run from ``x0`` would, with its pairs and the
 run's length scale (not the norm of the phase's point, which near the origin is no scale of
 ``f``), and where both values at the phase's point are above ``f(x0)`` (a step accepted on
-an outlier), at ``x0``. Where it converged (no decrease, a failed line search, a zero
-gradient), the run ends after the method's first 10 iterations if they found no lower value
-(`zovh_opt._stopping`); at d = 2 (20 iterations there), where they found one farther than
-`HOP_DISTANCE` ``l`` from its point, the phase starts again from the lowest point (`hop`:
-basin hopping, the method as the kick). Where the step limit cut it (still descending), the
-method's first ``ftol`` stall decides: if the method found no value below the run's lowest
-at the hand-over, the phase starts again from its point, its secant pairs gone, with no step
-limit (`resume_phase`; on COCO's attractive sector f6 at d = 10 to 40 the method from the
-phase's point found nothing lower), instead of the stall's finer scale.
+an outlier), at ``x0``. Where it stalled (`QuasiNewtonPhase.stalled`: converged with no step
+since ``x0`` longer than ``h / ARMIJO``, ``h`` its largest difference step, and a first step
+that gave less than `STALLED_RATIO` of its predicted decrease: a ruggedness at the
+differences' own scale read as slope), the method takes the run's length scale too: the
+stalled point's norm is no scale of ``f``. Where it converged (no decrease, a failed line
+search, a zero gradient), the run ends after the method's first 10 iterations if they found
+no lower value (`zovh_opt._stopping`); at d = 2 (20 iterations there), where they found one
+farther than `HOP_DISTANCE` ``l`` from its point, the phase starts again from the lowest
+point (`hop`: basin hopping, the method as the kick). Where the step limit cut it (still
+descending), the method's first ``ftol`` stall decides: if the method found no value below
+the run's lowest at the hand-over, the phase starts again from its point, its secant pairs
+gone, with no step limit (`resume_phase`; on COCO's attractive sector f6 at d = 10 to 40 the
+method from the phase's point found nothing lower), instead of the stall's finer scale.
 The phase keeps no curvature for the method: its secant pairs describe the path, not the
 model the method learns from its own pairs. With bounds it works in the run's coordinates
 ``z``, where the box map ``x = phi(z)`` (`zovh_opt._bounds`) is continuously differentiable:
@@ -101,6 +105,12 @@ HOP_DISTANCE = 1e-3  # the phase's false convergences: 1e-8 to 6e-5 l, new basin
 # a separable quadratic of condition 1e4 at d = 1000 solved in 12-19 steps, where the scalar's
 # 99 steps ended 28 above; COCO's rotated functions rarely go below 0.5: theory page)
 DIAGONAL = 0.1
+# a converged phase whose steps since x0 were at most h / ARMIJO long is stalled (its point no
+# length scale for the method) where its first step decreased f by less than this fraction of
+# the slope's prediction (`QuasiNewtonPhase.stalled`): ruggedness read as slope gave 1e-4 to
+# 0.012 (hashed and crc32 ruggedness, noise with noisy=False), smooth minima that close 0.1 to
+# 0.57 (COCO bbob's phases from restarts at d = 2, Weierstrass's f16 at d = 10 to 40)
+STALLED_RATIO = 0.05
 
 
 class QuasiNewtonPhase:
@@ -136,6 +146,8 @@ class QuasiNewtonPhase:
         self.measured = 0  # coordinates of the gradient measured so far
         self.retry: list[int] = []  # coordinates whose forward value failed: measured backwards
         self.steps = 0  # accepted steps
+        self.longest = 0.0  # the longest accepted step's length since x0 (`stalled`)
+        self.first_ratio = math.nan  # the first step's decrease over its predicted decrease
         self.p = None  # the search direction
         self.slope = math.nan  # g'p
         self.alpha = math.nan  # the trial's step factor
@@ -170,6 +182,29 @@ class QuasiNewtonPhase:
         """Whether the phase ended at a minimum at its resolution: a step that no longer
         decreased ``f``, a failed line search, or a zero gradient."""
         return self.ended in ("no decrease", "line search", "zero gradient")
+
+    @property
+    def stalled(self) -> bool:
+        """Whether the phase converged without a step that ruggedness could not explain:
+        since ``x0``, every accepted step at most ``h / ARMIJO`` long (``h`` its largest
+        difference step) and the first one's decrease below `STALLED_RATIO` of what its slope
+        predicted.
+
+        A forward difference reads a ruggedness of amplitude ``a`` at the steps' scale ``h``
+        (a simulation's discretisation, a deterministic hash, noise with ``noisy=False``) as
+        a slope of size ``a / h``, and Armijo's test asks a step of length ``s`` along it to
+        decrease ``f`` by about ``ARMIJO s a / h``: up to ``s = h / ARMIJO`` the ruggedness
+        itself passes that test by chance, and the decrease it gives, at most ``a``, is
+        ``h / s`` of the predicted one or less. A smooth ``f`` whose minimum lies that close
+        (a converged phase resumed, a start next to a local minimum) gives about half the
+        prediction. The stalled phase's point is no minimum at any scale, and its norm no
+        length scale (theory page, *The quasi-Newton phase*)."""
+        if not self.converged or self.steps == 0:  # no step: the method starts at x0 itself
+            return False
+        h = math.sqrt(self.eps) * max(
+            float(self.xp.max(self.xp.abs(self.x))), self.length / math.sqrt(self.dim)
+        )
+        return self.longest <= h / ARMIJO and self.first_ratio < STALLED_RATIO
 
     @property
     def max_steps(self) -> int:
@@ -376,6 +411,9 @@ class QuasiNewtonPhase:
         self.trials += 1
         if math.isfinite(value) and value <= self.fx + ARMIJO * self.alpha * self.slope:
             self.previous = (self.x, self.g)
+            self.longest = max(self.longest, abs(self.alpha) * norm(self.p, self.xp))
+            if self.steps == 0 and self.resumes == 0 and self.hops == 0:
+                self.first_ratio = (self.fx - value) / (-self.alpha * self.slope)
             self.x = self.x + self.alpha * self.p
             self.g = self.space.zeros((self.dim,))
             decreased = value < self.fx
@@ -447,6 +485,8 @@ class QuasiNewtonPhase:
             "measured": self.measured,
             "retry": list(self.retry),
             "steps": self.steps,
+            "longest": self.longest,
+            "first_ratio": self.first_ratio,
             "p": self.p,
             "slope": self.slope,
             "alpha": self.alpha,
@@ -485,6 +525,9 @@ class QuasiNewtonPhase:
         phase.pairs = [] if s is None else [(s[i, ...], y[i, ...], r) for i, r in enumerate(rho)]
         phase.searching = bool(state["searching"])
         phase.measured, phase.steps = int(state["measured"]), int(state["steps"])
+        # (checkpoints written before `stalled`: a phase that converged as it was then judged)
+        phase.longest = float(state.get("longest", math.inf))
+        phase.first_ratio = float(state.get("first_ratio", math.nan))
         phase.retry = [int(j) for j in state.get("retry", [])]
         phase.p = vector(state["p"])
         phase.slope, phase.alpha = float(state["slope"]), float(state["alpha"])
@@ -582,7 +625,7 @@ def tell_phase(run: Any, values: list[float]) -> None:
     left = run.options["maxfev"] - run._told
     if phase.noisy:
         run._noise.found(left, elsewhere=True)
-    scale = phase.length if phase.noisy else None
+    scale = phase.length if phase.noisy or phase.stalled else None
     run._step, run._method_options = build(
         run.method, phase.space.to_user(phase.x), rng=run._seeds, scale=scale, maxfev=left,
         options=run._requested, noisy=phase.noisy, first_step=run._coordinates.first_step,

@@ -13,7 +13,9 @@ returned a point 55 above the minimum, status 0). ``MODE``:
 * ``"stuck"``: the run's scale where the phase ended within ``STUCK`` difference steps
   (``sqrt(eps) l_run``) of its start, else ``|x|`` (as the package).
 
-Run through ``variant.py``; not a part of zovh_opt.
+Neither was adopted: the package reads the phase's line search instead
+(`zovh_opt._gradient_phase.QuasiNewtonPhase.stalled`: no accepted step since ``x0`` longer
+than ``h / ARMIJO``). Run through ``variant.py``; not a part of zovh_opt.
 """
 
 import math
