@@ -97,9 +97,11 @@ def test_a_widened_start_queries_that_much_farther_out(curvature):
 
 
 @pytest.mark.parametrize("dim", [3, 5])
-def test_the_kth_new_start_widens_its_queries_above_d_3(monkeypatch, dim):
-    """Above d = 3 the k-th new start is widened ``min(64, 4**k)`` times and runs without the
-    quasi-Newton phase; up to d = 3 every new start is a run like the first."""
+def test_above_d_3_new_starts_alternate_by_the_evaluations_each_regime_spent(monkeypatch, dim):
+    """Above d = 3 a new start is widened (the j-th widened one ``min(64, 4**j)`` times, and
+    without the quasi-Newton phase) where the widened new starts have spent no more
+    evaluations than the local ones, else local, a run like the first (BIPOP's budget rule);
+    up to d = 3 every new start is local."""
     from zovh_opt import _new_starts
     from zovh_opt._methods import AskTellMethod
 
@@ -117,13 +119,22 @@ def test_the_kth_new_start_widens_its_queries_above_d_3(monkeypatch, dim):
     monkeypatch.setattr(AskTellMethod, "widen", spy)
     monkeypatch.setattr(_new_starts, "Optimizer", built)
     res = zovh_opt.minimize(
-        rastrigin, np.full(dim, 2.0), rng=0, options={"maxfev": 10_000 * dim, "new_starts": 4}
+        rastrigin, np.full(dim, 2.0), rng=0, options={"maxfev": 10_000 * dim, "new_starts": 8}
     )
-    assert len(res.runs) == 5
+    assert len(res.runs) == 9 and phases[0] == "auto"
     if dim <= _new_starts.LOCAL_DIMENSIONS:
-        assert factors == [] and phases == ["auto"] * 5
-    else:
-        assert factors == [4.0, 16.0, 64.0, 64.0] and phases == ["auto"] + [False] * 4
+        assert factors == [] and phases == ["auto"] * 9
+        return
+    spent = {"local": 0, "widened": 0}
+    expected = []
+    for run in res.runs[1:]:
+        regime = "widened" if spent["widened"] <= spent["local"] else "local"
+        spent[regime] += run["nfev"]
+        expected.append(regime)
+    widened = expected.count("widened")
+    assert phases[1:] == [False if r == "widened" else "auto" for r in expected]
+    assert factors == [min(64.0, 4.0**j) for j in range(1, widened + 1)]
+    assert 1 <= widened < 8 and expected[0] == "widened"  # both regimes ran
 
 
 def test_a_widened_start_keeps_its_radius_when_noise_rebuilds_it():

@@ -12,11 +12,16 @@ budget left would otherwise take the paper's). The answer is the run with the lo
 (with ``noisy=True`` an unbiased estimate); ``nfev`` and ``nit`` count every run, and
 ``runs`` lists them.
 
-Above ``d = 3`` the ``k``-th new start also queries ``min(64, 4**k)`` times as far from its
-centre, relative to its steps, as a first run (`AskTellMethod.widen`; with the step rule and
+Above ``d = 3`` new starts come in BIPOP's two regimes (Hansen, *Benchmarking a BI-population
+CMA-ES on the BBOB-2009 function testbed*, GECCO 2009): each is **widened** where the
+widened new starts have spent no more evaluations than the local ones so far, else
+**local**. The ``j``-th widened one queries ``min(64, 4**j)`` times as far from its centre,
+relative to its steps, as a first run (`AskTellMethod.widen`; with the step rule and
 ``smoothing="auto"``), and runs without the quasi-Newton phase: it descends ``f`` smoothed
 at a coarser scale, which hides ripples finer than the queries' spread, as IPOP-CMA-ES
-(Auger and Hansen, CEC 2005) smooths with a population it doubles at each restart. COCO
+(Auger and Hansen, CEC 2005) smooths with a population it doubles at each restart. A local
+one is a run like the first (the phase included), which finds narrow basins that smoothing
+averages away (Gallagher's peaks), as BIPOP's small-population runs do. COCO
 ``bbob``, ``1000 d``, the fraction of triples solved with and without the widening when it
 was adopted (docs, *Theory*, *New starts*): instances 1-5, d = 2 / 5 / 10 / 20: 0.624 /
 0.531 / 0.521 / 0.435 against 0.612 / 0.483 / 0.481 / 0.444; instances 6-10, d = 2 / 5 /
@@ -24,7 +29,7 @@ was adopted (docs, *Theory*, *New starts*): instances 1-5, d = 2 / 5 / 10 / 20: 
 at each new start instead solved fewer (instances 1-3: 0.582 against 0.617 at d = 2, 0.465
 against 0.483 at d = 5, 0.443 against 0.455 at d = 10).
 
-Up to ``d = 3`` (`LOCAL_DIMENSIONS`) every new start is a run like the first (the phase,
+Up to ``d = 3`` (`LOCAL_DIMENSIONS`) every new start is local (the phase,
 and at ``d = 2`` its basin hopping): a local run there takes a few hundred evaluations, so
 many starts fit the budget, and visiting basins beats smoothing. Local new starts against
 widened ones on the code that chose it, instances 1-5 / 6-10: d = 2 0.798 / 0.808 against
@@ -51,11 +56,12 @@ from ._stopping import FAILED, SUCCESS
 __all__ = ["checked_new_starts", "minimize_with_new_starts"]
 
 SPREAD_GROWTH = 2.0  # the spread of the k-th new start is SPREAD_GROWTH**(k - 1) times l / sqrt(d)
-# the k-th new start queries min(WIDENING_LIMIT, WIDENING**k) times as far from its centre,
+# the j-th widened new start queries min(WIDENING_LIMIT, WIDENING**j) times as far from its centre,
 # relative to its steps, as a first run: it descends f smoothed at a coarser scale
 WIDENING, WIDENING_LIMIT = 4.0, 64.0
 # up to this d every new start is a run like the first (the quasi-Newton phase), not widened:
-# measured at d = 2, 3 (local better) and 5 (widened better) on COCO bbob
+# measured at d = 2, 3 (local better) and 5 (widened better) on COCO bbob; above it the two
+# regimes alternate by the evaluations each has spent (`_regime`)
 LOCAL_DIMENSIONS = 3
 
 
@@ -109,12 +115,13 @@ def minimize_with_new_starts(
     results = [run(optimizer)]
     maxfev, maxtime = options.get("maxfev"), options.get("maxtime")
     draws = _seeds(rng, results[0].x)
-    local = results[0].x.shape[0] <= LOCAL_DIMENSIONS  # new starts as the first run
+    regimes = ["first"]  # of each run: "first", "local" or "widened"
     for k in range(1, new_starts + 1):
         # a run that converged, or failed where f has no finite values, starts again; a
         # budget, ftarget or a callback is the end
         if results[-1].status not in (SUCCESS, FAILED):
             break
+        local = _regime(results, regimes) == "local"
         more = dict(options) if local else {**options, "quasi_newton": False}
         if curvature is not None:
             more["curvature"] = curvature
@@ -134,10 +141,24 @@ def minimize_with_new_starts(
             if "maxfev must allow" in str(error):
                 break
             raise
-        if not local:  # new starts smooth at a coarser scale
-            optimizer._step.widen(min(WIDENING_LIMIT, WIDENING**k))
+        if not local:  # the j-th widened new start smooths at a coarser scale
+            j = regimes.count("widened") + 1
+            optimizer._step.widen(min(WIDENING_LIMIT, WIDENING**j))
         results.append(run(optimizer))
+        regimes.append("local" if local else "widened")
     return _combined(results)
+
+
+def _regime(results: list[OptimizeResult], regimes: list[str]) -> str:
+    """The next new start's regime: ``"local"`` up to `LOCAL_DIMENSIONS`; above, ``"widened"``
+    where the widened new starts have spent no more evaluations than the local ones, else
+    ``"local"`` (BIPOP's budget rule; the first run counts for neither)."""
+    if results[0].x.shape[0] <= LOCAL_DIMENSIONS:
+        return "local"
+    spent = {"local": 0, "widened": 0, "first": 0}
+    for result, regime in zip(results, regimes, strict=True):
+        spent[regime] += result.nfev
+    return "widened" if spent["widened"] <= spent["local"] else "local"
 
 
 def _combined(results: list[OptimizeResult]) -> OptimizeResult:
