@@ -10,7 +10,10 @@ options, the phase included, no widening) where the local new starts have spent 
 evaluations than the widened ones, else widened, its widening ``4^j`` counting the widened
 starts only. ``MODE``: ``"bipop"`` as above; ``"ipop"`` the package's rule.
 ``LOCAL_SPREAD``: the local starts' spread in units of ``l / sqrt(d)`` (``None``: the
-package's growing spread, counted over all new starts).
+package's growing spread, counted over all new starts). ``LOCAL_UP_TO``: every new start
+local up to this d (the package's `LOCAL_DIMENSIONS`, 3). ``WIDENED_CAP``: a widened run's
+``maxfev`` at most this times the evaluations spent before it (``None``: the budget left),
+so that one that does not stall leaves room for local ones.
 
 Run through ``variant.py``; not a part of zovh_opt.
 """
@@ -33,6 +36,8 @@ from zovh_opt._new_starts import (
 
 MODE = "bipop"
 LOCAL_SPREAD = None
+LOCAL_UP_TO = LOCAL_DIMENSIONS  # every new start local up to this d
+WIDENED_CAP = None  # a widened run's maxfev at most this times the evaluations spent before it
 
 
 def minimize_with_new_starts(x0, method, new_starts, *, bounds, options, tol, rng, run):
@@ -43,10 +48,11 @@ def minimize_with_new_starts(x0, method, new_starts, *, bounds, options, tol, rn
     kinds = ["first"]
     maxfev, maxtime = options.get("maxfev"), options.get("maxtime")
     draws = _seeds(rng, results[0].x)
-    small_d = results[0].x.shape[0] <= LOCAL_DIMENSIONS
+    small_d = results[0].x.shape[0] <= LOCAL_UP_TO
     widened = 0
+    capped = False
     for k in range(1, new_starts + 1):
-        if results[-1].status not in (SUCCESS, FAILED):
+        if results[-1].status not in (SUCCESS, FAILED) and not capped:
             break
         spent = {
             kind: sum(r.nfev for r, w in zip(results, kinds, strict=True) if w == kind)
@@ -69,6 +75,11 @@ def minimize_with_new_starts(x0, method, new_starts, *, bounds, options, tol, rn
             more["maxtime"] = maxtime - (time.perf_counter() - began)
             if more["maxtime"] <= 0:
                 break
+        capped = False
+        if not local and WIDENED_CAP is not None and maxfev is not None:
+            cap = int(WIDENED_CAP * sum(r.nfev for r in results))
+            if cap < more["maxfev"]:
+                more["maxfev"], capped = cap, True
         if local and LOCAL_SPREAD is not None and not small_d:
             spread_k = 1 + math.log2(LOCAL_SPREAD)
             start = _start(x0, bounds, spread_k, draws)
