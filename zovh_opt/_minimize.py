@@ -312,11 +312,13 @@ def minimize(
         (status 3), start again from elsewhere, up to this many times, while
         ``maxfev`` and ``maxtime`` (counted over all runs) leave room: the ``k``-th new
         start is uniform in the box where both bounds are finite, else
-        ``x0 + 2**(k-1) |x0| / sqrt(d) * N(0, I)`` (``|x0|``: ``sqrt(d)`` at ``x0 = 0``);
-        above ``d = 3`` its queries lie ``min(64, 4**k)`` times as far from their centre,
+        ``x0 + 2**(k-1) |x0| / sqrt(d) * N(0, I)`` (``|x0|``: ``sqrt(d)`` at ``x0 = 0``).
+        Up to ``d = 3`` each is a run like the first (many short local runs visit more
+        basins); above, as BIPOP-CMA-ES's restarts, each is widened where the widened ones
+        have spent no more evaluations than the local ones, else local: the ``j``-th
+        widened start's queries lie ``min(64, 4**j)`` times as far from their centre,
         relative to the steps, as a first run's (``f`` smoothed at a coarser scale, as
-        IPOP-CMA-ES's growing population), up to ``d = 3`` it is a run like the first
-        (many short local runs visit more basins). The result is the best run's, with
+        IPOP-CMA-ES's growing population). The result is the best run's, with
         ``nfev`` and ``nit`` of all and ``runs`` (each run's ``fun``, ``nfev``, ``nit``,
         ``status``). For multimodal objectives with a budget to spend; ``minimize`` only
         (an `Optimizer` is one run).
