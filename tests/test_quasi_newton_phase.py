@@ -425,7 +425,7 @@ def test_a_smooth_phase_that_converged_is_not_stalled():
     """A converged phase on a smooth f took steps far longer than its differences' size: its
     point's norm stays the method's length scale (the 10-iteration rule then ends the run)."""
     d = 10
-    f, _, _, x_opt, _ = rotated_quadratic(d, 100.0, seed=1)
+    f, *_ = rotated_quadratic(d, 100.0, seed=1)
     opt = zovh_opt.Optimizer(np.zeros(d), rng=0)
     while opt._quasi_newton is None or not opt._quasi_newton.done:
         opt.tell([f(p) for p in opt.ask()])

@@ -17,7 +17,6 @@ their first step's ratio and whether they are stalled.
 """
 
 import hashlib
-import math
 import sys
 import warnings
 import zlib
@@ -26,12 +25,6 @@ import numpy as np
 
 import zovh_opt
 from zovh_opt._gradient_phase import ARMIJO
-
-
-def difference_step(phase):
-    """The phase's largest difference step ``h`` at its point."""
-    x = np.asarray(phase.x)
-    return math.sqrt(phase.eps) * max(float(np.max(np.abs(x))), phase.length / math.sqrt(x.size))
 
 
 def phase_of(f, x0, seed, options=None):
@@ -64,7 +57,7 @@ def show(name, phase, res):
     quadratic = float(np.sum((np.asarray(res.x) - target) ** 2))
     print(
         f"{name:28} stalled {phase.stalled!s:5} first ratio {phase.first_ratio:8.2g} "
-        f"longest / h {phase.longest / difference_step(phase):9.3g} "
+        f"longest / h {phase.longest / phase.difference_step:9.3g} "
         f"quadratic part at x {quadratic:.3g}"
     )
 
@@ -111,13 +104,13 @@ def coco(dims):
                 if (
                     phase.converged
                     and phase.steps
-                    and (phase.longest <= difference_step(phase) / ARMIJO)
+                    and (phase.longest <= phase.difference_step / ARMIJO)
                 ):
                     short += 1
                     stalled += phase.stalled
                     print(
                         f"  {problem.id} start {k}: {phase.steps} steps, longest / h "
-                        f"{phase.longest / difference_step(phase):.3g}, first ratio "
+                        f"{phase.longest / phase.difference_step:.3g}, first ratio "
                         f"{phase.first_ratio:.3g}, stalled {phase.stalled}"
                     )
         print(f"d = {dim}: {phases} phases, {short} with steps <= h / ARMIJO, {stalled} stalled")

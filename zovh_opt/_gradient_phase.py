@@ -201,10 +201,13 @@ class QuasiNewtonPhase:
         length scale (theory page, *The quasi-Newton phase*)."""
         if not self.converged or self.steps == 0:  # no step: the method starts at x0 itself
             return False
-        h = math.sqrt(self.eps) * max(
-            float(self.xp.max(self.xp.abs(self.x))), self.length / math.sqrt(self.dim)
-        )
-        return self.longest <= h / ARMIJO and self.first_ratio < STALLED_RATIO
+        return self.longest <= self.difference_step / ARMIJO and self.first_ratio < STALLED_RATIO
+
+    @property
+    def difference_step(self) -> float:
+        """``h``: the largest of the phase's difference steps at its point (`_steps`)."""
+        largest = float(self.xp.max(self.xp.abs(self.x)))
+        return math.sqrt(self.eps) * max(largest, self.length / math.sqrt(self.dim))
 
     @property
     def max_steps(self) -> int:
