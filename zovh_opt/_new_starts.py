@@ -21,7 +21,10 @@ relative to its steps, as a first run (`AskTellMethod.widen`; with the step rule
 at a coarser scale, which hides ripples finer than the queries' spread, as IPOP-CMA-ES
 (Auger and Hansen, CEC 2005) smooths with a population it doubles at each restart. A local
 one is a run like the first (the phase included), which finds narrow basins that smoothing
-averages away (Gallagher's peaks), as BIPOP's small-population runs do. COCO
+averages away (Gallagher's peaks), as BIPOP's small-population runs do: COCO ``bbob``,
+``1000 d``, instances 1-5 / 6-10, d = 5 0.649 / 0.655, d = 10 0.595 / 0.621, d = 20 0.523 /
+0.520 against 0.628 / 0.625, 0.598 / 0.610, 0.502 / 0.518 with every new start widened
+(docs, *Theory*, *New starts in BIPOP's two regimes*). COCO
 ``bbob``, ``1000 d``, the fraction of triples solved with and without the widening when it
 was adopted (docs, *Theory*, *New starts*): instances 1-5, d = 2 / 5 / 10 / 20: 0.624 /
 0.531 / 0.521 / 0.435 against 0.612 / 0.483 / 0.481 / 0.444; instances 6-10, d = 2 / 5 /
