@@ -9,6 +9,7 @@ to it every new start is local. Switches:
 * ``MODE``: ``"bipop"`` the package's rule; ``"ipop"`` the rule before it (every new start
   above ``LOCAL_UP_TO`` widened);
 * ``LOCAL_UP_TO``: every new start local up to this d (the package's `LOCAL_DIMENSIONS`, 3);
+* ``WIDENING``: the base of the widened starts' factor (the package's 4);
 * ``LOCAL_SPREAD``: the local new starts' spread in units of ``l / sqrt(d)`` (``None``: the
   package's growing spread ``2**(k-1)``, ``k`` counted over all new starts).
 
@@ -24,6 +25,7 @@ from zovh_opt import _new_starts
 MODE = "bipop"
 LOCAL_UP_TO = _new_starts.LOCAL_DIMENSIONS
 LOCAL_SPREAD = None
+WIDENING = _new_starts.WIDENING  # the j-th widened start's factor is min(64, WIDENING**j)
 _regime, _start = _new_starts._regime, _new_starts._start
 _last = []  # the regime the last call of `regime` chose
 
@@ -49,5 +51,6 @@ def start(x0, bounds, k, draws):
 
 
 def patch():
+    _new_starts.WIDENING = WIDENING
     _new_starts._regime = regime
     _new_starts._start = start
