@@ -13,12 +13,9 @@ the objective is deterministic, a ``"zovh"`` run starts with:
   noise that the two values at ``x0`` missed ends the phase); a coordinate whose value is
   not finite is measured backwards, at ``x - h_j e_j``, in one ask after the others (at most
   `MAX_RETRIES` a gradient);
-- **steps** of limited-memory BFGS (Nocedal, *Updating quasi-Newton matrices with limited
-  storage*, Math. Comp. 35, 1980: the two-loop recursion over the last `MEMORY` pairs
-  ``s = x' - x``, ``y = g' - g`` with ``s'y > 0``, ``H0 = s'y / y'y``, or the diagonal
-  ``H0 = diag(sum_k s_ki y_ki / sum_k y_ki^2)`` over the pairs where the older pairs' diagonal
-  predicted the newest pair's ``s`` from its ``y`` with a tenth of the scalar's squared
-  error, `DIAGONAL`: exact after two pairs on a separable quadratic), the first one
+- **steps** of limited-memory BFGS over the last `MEMORY` pairs ``s = x' - x``,
+  ``y = g' - g`` with ``s'y > 0`` (`zovh_opt._lbfgs`: the two-loop recursion, its initial
+  matrix a scalar or, where the pairs show a separable curvature, a diagonal), the first one
   ``FIRST_STEP l`` long, judged by Armijo's condition on function values alone: a rejected
   trial costs one evaluation (SciPy's L-BFGS-B with finite differences pays a gradient,
   ``d + 1``, for each point of its line search), and is shortened by the minimiser of the
@@ -58,8 +55,9 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from ._backend import ArraySpace, norm, quiet_overflow
+from ._backend import ArraySpace, norm
 from ._coordinates import power_of_two_near
+from ._lbfgs import inverse_times
 from ._methods import build
 from ._noise import repeats
 
@@ -100,11 +98,6 @@ SMALL_D_STEPS = 1000
 # fewer on the other, at d = 5 fewer: the method's smoothing finds Rastrigin's basin there)
 HOP_DIMENSIONS = 2
 HOP_DISTANCE = 1e-3  # the phase's false convergences: 1e-8 to 6e-5 l, new basins 0.07 to 2.5 l
-# the two-loop recursion's H0 is diagonal where that diagonal, fitted on the older pairs,
-# predicts the newest pair with this fraction of the scalar's squared error (`_initial_matrix`;
-# a separable quadratic of condition 1e4 at d = 1000 solved in 12-19 steps, where the scalar's
-# 99 steps ended 28 above; COCO's rotated functions rarely go below 0.5: theory page)
-DIAGONAL = 0.1
 # a converged phase whose steps since x0 were at most h / ARMIJO long is stalled (its point no
 # length scale for the method) where its first step decreased f by less than this fraction of
 # the slope's prediction (`QuasiNewtonPhase.stalled`): ruggedness read as slope gave 1e-4 to
@@ -354,17 +347,7 @@ class QuasiNewtonPhase:
             sy, yy = float(xp.sum(s * y)), float(xp.sum(y * y))
             if sy > 1e-10 * yy and math.isfinite(sy):
                 self.pairs = [*self.pairs[-(MEMORY - 1) :], (s, y, 1.0 / sy)]
-        q = xp.asarray(self.g, copy=True)
-        alphas = []
-        for s, y, rho in reversed(self.pairs):
-            a = rho * float(xp.sum(s * q))
-            alphas.append(a)
-            q -= a * y
-        if self.pairs:
-            q *= self._initial_matrix()
-        for (s, y, rho), a in zip(self.pairs, reversed(alphas), strict=True):
-            q += (a - rho * float(xp.sum(y * q))) * s
-        self.p = -q
+        self.p = -inverse_times(self.g, self.pairs, xp)
         self.slope = float(xp.sum(self.g * self.p))
         if not self.slope < 0:  # not a descent direction: the gradient's
             self.pairs, self.p = [], -self.g
@@ -375,39 +358,6 @@ class QuasiNewtonPhase:
         length = norm(self.p, xp)
         self.alpha = 1.0 if self.pairs else FIRST_STEP * self.length / length
         self.searching, self.trials = True, 0
-
-    def _initial_matrix(self) -> Any:
-        """L-BFGS's ``H0`` (a float or a diagonal): the newest pair's ``s'y / y'y``, or the
-        ratios `_ratios` of all kept pairs where those of the older pairs predicted the
-        newest pair's ``s`` from its ``y`` within `DIAGONAL` times the squared error of the
-        older pair's scalar (a separable curvature; module docstring)."""
-        xp = self.xp
-        s, y, rho = self.pairs[-1]
-        scalar = 1.0 / (rho * float(xp.sum(y * y)))
-        if len(self.pairs) < 2:
-            return scalar
-        older = self.pairs[:-1]
-        _, y_older, rho_older = older[-1]
-        scalar_older = 1.0 / (rho_older * float(xp.sum(y_older * y_older)))
-        sy = sum(s_k * y_k for s_k, y_k, _ in older)  # the older pairs' sums, once
-        yy = sum(y_k * y_k for _, y_k, _ in older)
-        # a linear f's pairs (y at the rounding of f) can give ratios without bound: an
-        # infinite or nan error rejects the diagonal, without NumPy's warnings
-        with quiet_overflow():
-            error_diagonal = float(xp.sum((s - self._ratios(sy, yy, scalar_older) * y) ** 2))
-            error_scalar = float(xp.sum((s - scalar_older * y) ** 2))
-        if error_diagonal < DIAGONAL * error_scalar:
-            return self._ratios(sy + s * y, yy + y * y, scalar)  # all kept pairs' sums
-        return scalar
-
-    def _ratios(self, sy: Any, yy: Any, scalar: float) -> Any:
-        """``sy / yy`` for each coordinate, from the sums ``sum_k s_ki y_ki`` and
-        ``sum_k y_ki^2`` over pairs (the least-squares diagonal ``D`` of ``s ~ D y``),
-        ``scalar`` where not positive."""
-        xp = self.xp
-        ratios = sy / xp.where(yy > 0, yy, xp.ones_like(yy))
-        usable = (yy > 0) & (ratios > 0) & xp.isfinite(ratios)
-        return xp.where(usable, ratios, xp.full_like(ratios, scalar))
 
     def _judge(self, value: float) -> None:
         """The line search's trial ``x + alpha p`` has ``value``."""

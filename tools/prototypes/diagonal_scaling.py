@@ -1,5 +1,5 @@
 """The quasi-Newton phase's L-BFGS with a diagonal initial matrix (the prototype of
-`zovh_opt._gradient_phase.QuasiNewtonPhase._initial_matrix`).
+`zovh_opt._lbfgs.initial_matrix`).
 
 ``MODE``: ``"scalar"`` (``H0 = s'y / y'y``, the package before), ``"diag"`` (``H0 =
 diag(sum_k s_ki y_ki / sum_k y_ki^2)`` over the kept pairs, the scalar where a coordinate's
@@ -21,7 +21,7 @@ import numpy as np
 from scipy.optimize import rosen
 
 import zovh_opt
-from zovh_opt import _gradient_phase as gp
+from zovh_opt import _lbfgs
 
 MODE = "validated"
 VALIDATION = 0.1
@@ -36,36 +36,39 @@ def _ratios(xp, pairs, scalar):
     return xp.where((yy > 0) & (ratios > 0) & xp.isfinite(ratios), ratios, scalar)
 
 
-def _validated(phase, scalar):
-    xp = phase.xp
-    if len(phase.pairs) < 2:
+_streak = [0]  # directions in a row whose check the diagonal passed (reset with the pairs)
+
+
+def _validated(pairs, xp, scalar):
+    if len(pairs) < 2:
+        _streak[0] = 0
         return scalar
-    older, (s, y, _) = phase.pairs[:-1], phase.pairs[-1]
+    older, (s, y, _) = pairs[:-1], pairs[-1]
     s_older, y_older, _ = older[-1]
     scalar_older = float(xp.sum(s_older * y_older)) / float(xp.sum(y_older * y_older))
     error_diagonal = float(xp.sum((s - _ratios(xp, older, scalar_older) * y) ** 2))
     error_scalar = float(xp.sum((s - scalar_older * y) ** 2))
     RATIOS.append(error_diagonal / error_scalar if error_scalar > 0 else 0.0)
     passed = error_diagonal < VALIDATION * error_scalar
-    phase.diagonal_streak = (getattr(phase, "diagonal_streak", 0) + 1) if passed else 0
-    if phase.diagonal_streak >= STREAK:
-        return _ratios(xp, phase.pairs, scalar)
+    _streak[0] = _streak[0] + 1 if passed else 0
+    if _streak[0] >= STREAK:
+        return _ratios(xp, pairs, scalar)
     return scalar
 
 
-def _initial_matrix(self):
-    """`QuasiNewtonPhase._initial_matrix` by ``MODE``."""
-    s, y, rho = self.pairs[-1]
-    scalar = 1.0 / (rho * float(self.xp.sum(y * y)))
+def _initial_matrix(pairs, xp):
+    """`zovh_opt._lbfgs.initial_matrix` by ``MODE``."""
+    s, y, rho = pairs[-1]
+    scalar = 1.0 / (rho * float(xp.sum(y * y)))
     if MODE == "scalar":
         return scalar
     if MODE == "validated":
-        return _validated(self, scalar)
-    return _ratios(self.xp, self.pairs, scalar)
+        return _validated(pairs, xp, scalar)
+    return _ratios(xp, pairs, scalar)
 
 
 def patch():
-    gp.QuasiNewtonPhase._initial_matrix = _initial_matrix
+    _lbfgs.initial_matrix = _initial_matrix
 
 
 def _problems():
