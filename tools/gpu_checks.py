@@ -228,6 +228,17 @@ def _sphere_cauchy(seed):
     return f
 
 
+def _like(x, x0):
+    """Whether ``x`` has ``x0``'s namespace, dtype and device."""
+    import array_api_compat
+
+    return (
+        array_api_compat.array_namespace(x) is array_api_compat.array_namespace(x0)
+        and x.dtype == x0.dtype
+        and str(array_api_compat.device(x)) == str(array_api_compat.device(x0))
+    )
+
+
 def features(seeds=(0, 1)):
     import array_api_compat
     import scipy.optimize
@@ -278,18 +289,13 @@ def features(seeds=(0, 1)):
                 seconds.append(time.perf_counter() - begin)
                 finals.append(true(res.x, xp))
                 nfevs.append(res.nfev)
-                kept &= (
-                    array_api_compat.array_namespace(res.x) is xp
-                    and res.x.dtype == x0.dtype
-                    and str(array_api_compat.device(res.x)) == str(array_api_compat.device(x0))
-                )
+                kept &= _like(res.x, x0)
             each = ", ".join(f"{v:.3g}" for v in finals)
             secs = ", ".join(f"{v:.1f}" for v in seconds)
             print(f"| {title} | {name} | {each} | {nfevs} | {secs} | {kept} |", flush=True)
 
 
 def noisy(d=10**6, iterations=40):
-    import array_api_compat
 
     from zovh_opt._centre_average import CentreAverage
 
@@ -320,11 +326,7 @@ def noisy(d=10**6, iterations=40):
             sync()
             times.append(time.perf_counter() - start)
         res = opt.result()
-        kept = (
-            array_api_compat.array_namespace(res.x) is array_api_compat.array_namespace(x0)
-            and res.x.dtype == x0.dtype
-            and str(array_api_compat.device(res.x)) == str(array_api_compat.device(x0))
-        )
+        kept = _like(res.x, x0)
         count = opt._returned.average.count
         print(
             f"| {name} | {1e3 * np.median(times):.2f} | {1e3 * add:.3f} | {count} | {kept} |",
