@@ -142,6 +142,7 @@ class QuasiNewtonPhase:
         self.longest = 0.0  # the longest accepted step's length since x0 (`stalled`)
         self.first_ratio = math.nan  # the first step's decrease over its predicted decrease
         self.p = None  # the search direction
+        self.p_norm = math.nan  # its length
         self.slope = math.nan  # g'p
         self.alpha = math.nan  # the trial's step factor
         self.trials = 0  # of this line search
@@ -355,8 +356,8 @@ class QuasiNewtonPhase:
         if not self.slope < 0:
             self.ended = "zero gradient"
             return
-        length = norm(self.p, xp)
-        self.alpha = 1.0 if self.pairs else FIRST_STEP * self.length / length
+        self.p_norm = norm(self.p, xp)
+        self.alpha = 1.0 if self.pairs else FIRST_STEP * self.length / self.p_norm
         self.searching, self.trials = True, 0
 
     def _judge(self, value: float) -> None:
@@ -364,7 +365,7 @@ class QuasiNewtonPhase:
         self.trials += 1
         if math.isfinite(value) and value <= self.fx + ARMIJO * self.alpha * self.slope:
             self.previous = (self.x, self.g)
-            self.longest = max(self.longest, abs(self.alpha) * norm(self.p, self.xp))
+            self.longest = max(self.longest, abs(self.alpha) * self.p_norm)
             if self.steps == 0 and self.resumes == 0 and self.hops == 0:
                 self.first_ratio = (self.fx - value) / (-self.alpha * self.slope)
             self.x = self.x + self.alpha * self.p
@@ -483,6 +484,7 @@ class QuasiNewtonPhase:
         phase.first_ratio = float(state.get("first_ratio", math.nan))
         phase.retry = [int(j) for j in state.get("retry", [])]
         phase.p = vector(state["p"])
+        phase.p_norm = math.nan if phase.p is None else norm(phase.p, phase.xp)
         phase.slope, phase.alpha = float(state["slope"]), float(state["alpha"])
         phase.trials = int(state["trials"])
         if state["previous_x"] is not None:
