@@ -166,6 +166,40 @@ def test_coco_quick(tmp_path):
     assert all(record["data"][s][0]["hits"][0] is not None for s in reliable)
 
 
+def test_noise_seeds_shift_the_noise_stream_and_pair_the_runs():
+    """``--seeds``: seed 0 keeps the noise stream and solver seed of a run without it, each
+    other seed its own; the paired table subtracts the default's score on the same problem
+    and seed."""
+    pytest.importorskip("cocoex")
+    from zovh_opt.benchmarks import noise
+
+    s = {"suite": "bbob", "dim": 5, "models": ["gaussian"], "functions": [1], "instances": [2]}
+    draws = [noise._problem(s, 1, 2, "gaussian", seed).rng.random() for seed in (0, 0, 1)]
+    before = np.random.default_rng(1000 * 1 + 10 * 2 + noise.MODELS.index("gaussian")).random()
+    assert draws[0] == draws[1] == before != draws[2]
+    jobs = noise.jobs_of({**s, "solvers": ["zovh", "Powell"], "seeds": 3})
+    assert sorted({(job[4], job[6]) for job in jobs}) == [
+        (solver, seed) for solver in ("Powell", "zovh") for seed in range(3)
+    ]
+
+    def record(solver, seed, score):
+        return {"model": "gaussian", "function": 1, "instance": 2, "seed": seed,
+                "solver": solver, "score": score}  # fmt: skip
+
+    records = [
+        record("zovh", 0, -2.0),
+        record("zovh noisy=True", 0, -2.5),  # better by 0.5
+        record("zovh", 1, -3.0),
+        record("zovh noisy=True", 1, -2.8),  # worse by 0.2
+        record("zovh", 2, -1.0),
+        record("zovh noisy=True", 2, -1.05),  # level
+    ]
+    both = {**s, "solvers": ["zovh", "zovh noisy=True"]}
+    table = noise.paired(records, both)["gaussian"]
+    assert table == {"median": pytest.approx(-0.05), "better": 1, "worse": 1, "runs": 3}
+    assert noise.paired(records, {**s, "solvers": ["zovh"]}) == {}
+
+
 @pytest.mark.parametrize("variant, curvature", [("zovh-paper", "off"), ("zovh-model", "diagonal")])
 def test_coco_variants_pin_the_curvature_model(variant, curvature):
     """The two sides of the default's budget rule: at 10 d the default runs the paper's

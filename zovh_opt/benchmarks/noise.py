@@ -14,10 +14,14 @@ benchmarking 2009: noisy functions definitions*, INRIA RR-6869), applied to
   ``p = 0.2`` (severe: outliers in a fifth of the calls);
 * ``additive``: ``g + sigma N(0, 1)``, ``sigma`` one percent of the start's ``g``.
 
-Each solver gets the same problems, the same noise stream (seeded by the problem) and a
-budget of ``budget * d`` evaluations, and returns one point ``x``; the measure is the
-noise-free gap there, ``log10(max(g(x), 1e-8) / g(x0))`` (0: no progress, -1: ten times
-closer), the median over functions and instances, per noise model. Solvers, at their
+Each solver gets the same problems, the same noise stream (seeded by the problem and the
+seed) and a budget of ``budget * d`` evaluations, and returns one point ``x``; the measure is
+the noise-free gap there, ``log10(max(g(x), 1e-8) / g(x0))`` (0: no progress, -1: ten times
+closer), the median over functions, instances and seeds, per noise model. With ``--seeds S``
+each problem runs ``S`` times, the ``k``-th with noise stream ``k`` and the solvers' seed
+``k`` (``k = 0``: the stream and seeds of a run without the option); the report then also
+gives, per noise model, the median of the paired differences ``zovh noisy=True`` less
+``zovh`` (same problem, same seed). Solvers, at their
 documented defaults:
 
 * ``zovh``: ``zovh_opt.minimize(fun, x0, options={"maxfev": budget})``; ``zovh noisy=True``
@@ -61,6 +65,8 @@ SOLVERS = (
 )
 ORACLE_RATES = tuple(10.0**k for k in range(-6, 1))
 FLOOR = 1e-8  # gaps below this count as solved (COCO's final target)
+LEVEL = 0.1  # paired scores closer than this (a factor 1.26 in the gap) count as level
+STREAMS = 100_000  # the k-th seed's noise streams are those of seed 0 shifted by k * STREAMS
 
 
 class NoisyProblem:
@@ -109,7 +115,9 @@ class NoisyProblem:
         return self.f_opt + self.noisy_gap(self.gap(x))
 
 
-def _problem(s: dict[str, Any], function: int, instance: int, model: str) -> NoisyProblem:
+def _problem(
+    s: dict[str, Any], function: int, instance: int, model: str, seed: int = 0
+) -> NoisyProblem:
     import cocoex
 
     from .coco import optimal_value
@@ -121,12 +129,15 @@ def _problem(s: dict[str, Any], function: int, instance: int, model: str) -> Noi
     f_opt = optimal_value(problem)
     x0 = np.asarray(problem.initial_solution, dtype=float)
     g0 = float(problem(x0)) - f_opt
-    seed = 1000 * function + 10 * instance + MODELS.index(model)
-    return NoisyProblem(problem, f_opt, model, g0, seed)
+    stream = 1000 * function + 10 * instance + MODELS.index(model) + STREAMS * seed
+    return NoisyProblem(problem, f_opt, model, g0, stream)
 
 
-def _solve(solver: str, fun: NoisyProblem, x0: np.ndarray, budget: int, rate: float) -> dict:
-    """Run ``solver`` on ``fun`` from ``x0``; ``x``, and zovh's ``fun`` and its error."""
+def _solve(
+    solver: str, fun: NoisyProblem, x0: np.ndarray, budget: int, rate: float, seed: int
+) -> dict:
+    """Run ``solver`` on ``fun`` from ``x0`` with its ``seed``; ``x``, and zovh's ``fun`` and
+    its error."""
     import scipy.optimize
 
     import zovh_opt
@@ -134,18 +145,18 @@ def _solve(solver: str, fun: NoisyProblem, x0: np.ndarray, budget: int, rate: fl
     out: dict[str, Any] = {}
     if solver.startswith("zovh"):
         options = {"maxfev": budget, **({"noisy": True} if "noisy" in solver else {})}
-        res = zovh_opt.minimize(fun, x0, rng=0, options=options)
+        res = zovh_opt.minimize(fun, x0, rng=seed, options=options)
         out = {"fun": float(res.fun), "fun_std_error": float(res.get("fun_std_error", math.nan))}
         x = res.x
     elif solver == "zoar oracle":
         options = {"learning_rate": rate, "maxfev": budget, "noisy": True}
-        x = zovh_opt.minimize(fun, x0, method="zoar", rng=0, options=options).x
+        x = zovh_opt.minimize(fun, x0, method="zoar", rng=seed, options=options).x
     elif solver == "CMA-ES (NoiseHandler)":
-        x = _cma(fun, x0, budget)
+        x = _cma(fun, x0, budget, seed)
     elif solver == "SPSA":
         from noisyopt import minimizeSPSA
 
-        np.random.seed(0)  # noqa: NPY002 - noisyopt draws from NumPy's global generator
+        np.random.seed(seed)  # noqa: NPY002 - noisyopt draws from NumPy's global generator
         x = minimizeSPSA(fun, x0.copy(), niter=(budget - 1) // 2, paired=False).x
     else:
         options = {"maxfev": budget}
@@ -153,11 +164,12 @@ def _solve(solver: str, fun: NoisyProblem, x0: np.ndarray, budget: int, rate: fl
     return {"x": np.asarray(x, dtype=float), **out}
 
 
-def _cma(fun: NoisyProblem, x0: np.ndarray, budget: int) -> np.ndarray:
+def _cma(fun: NoisyProblem, x0: np.ndarray, budget: int, seed: int) -> np.ndarray:
     """pycma's documented noise-handling loop, stopped at the budget."""
     import cma
 
-    es = cma.CMAEvolutionStrategy(x0, 2.0, {"seed": 1, "verbose": -9, "maxfevals": budget})
+    options = {"seed": seed + 1, "verbose": -9, "maxfevals": budget}
+    es = cma.CMAEvolutionStrategy(x0, 2.0, options)
     handler = cma.NoiseHandler(es.N, maxevals=[1, 1, 30])
     while not es.stop() and fun.calls < budget:
         X, values = es.ask_and_eval(fun, evaluations=handler.evaluations)
@@ -167,21 +179,22 @@ def _cma(fun: NoisyProblem, x0: np.ndarray, budget: int) -> np.ndarray:
     return np.asarray(es.result.xfavorite)
 
 
-def run_one(job: tuple[dict[str, Any], int, int, str, str, float]) -> dict[str, Any]:
+def run_one(job: tuple[dict[str, Any], int, int, str, str, float, int]) -> dict[str, Any]:
     """One solver on one noisy problem: the noise-free score of its point, its calls."""
-    s, function, instance, model, solver, rate = job
-    fun = _problem(s, function, instance, model)
+    s, function, instance, model, solver, rate, seed = job
+    fun = _problem(s, function, instance, model, seed)
     x0 = np.asarray(fun.problem.initial_solution, dtype=float)
     g0 = fun.gap(x0)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         with np.errstate(all="ignore"):
-            out = _solve(solver, fun, x0, s["budget"] * s["dim"], rate)
+            out = _solve(solver, fun, x0, s["budget"] * s["dim"], rate, seed)
     gap = fun.gap(out["x"])
     score = math.log10(max(gap, FLOOR) / g0) if math.isfinite(gap) else math.inf
     record = {
         "function": function,
         "instance": instance,
+        "seed": seed,
         "model": model,
         "solver": solver,
         "rate": rate,
@@ -205,6 +218,7 @@ def settings(args: argparse.Namespace) -> dict[str, Any]:
             "instances": [1],
             "models": ["gaussian", "additive"],
             "solvers": ["zovh", "Nelder-Mead", "zoar oracle"],
+            "seeds": 1,
         }
     return {
         "suite": args.suite or ("bbob" if args.dim <= 40 else "bbob-largescale"),
@@ -214,6 +228,7 @@ def settings(args: argparse.Namespace) -> dict[str, Any]:
         "instances": args.instances,
         "models": args.models,
         "solvers": args.solvers,
+        "seeds": args.seeds,
     }
 
 
@@ -222,15 +237,16 @@ def jobs_of(s: dict[str, Any]) -> list[tuple]:
     for model in s["models"]:
         for function in s["functions"]:
             for instance in s["instances"]:
-                for solver in s["solvers"]:
-                    rates = ORACLE_RATES if solver == "zoar oracle" else (math.nan,)
-                    jobs.extend((s, function, instance, model, solver, r) for r in rates)
+                for seed in range(s.get("seeds", 1)):
+                    for solver in s["solvers"]:
+                        rates = ORACLE_RATES if solver == "zoar oracle" else (math.nan,)
+                        jobs.extend((s, function, instance, model, solver, r, seed) for r in rates)
     return jobs
 
 
 def oracle(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Per noise model and function, the zoar runs of the rate with the best median score;
-    the other solvers' records as they are."""
+    """Per noise model and function, the zoar runs of the rate with the best median score
+    (over instances and seeds); the other solvers' records as they are."""
     kept = [r for r in records if r["solver"] != "zoar oracle"]
     groups: dict[tuple, dict[float, list]] = {}
     for r in records:
@@ -260,7 +276,34 @@ def summary(records: list[dict[str, Any]], s: dict[str, Any]) -> dict[str, Any]:
     ]
     within = [abs(r["fun"] - r["expected"]) <= 3 * r["fun_std_error"] for r in checks]
     table["fun within 3 standard errors"] = {"checked": len(checks), "within": int(sum(within))}
+    table["noisy=True less the default"] = paired(records, s)
     return table
+
+
+def paired(records: list[dict[str, Any]], s: dict[str, Any]) -> dict[str, Any]:
+    """Per noise model, ``zovh noisy=True``'s score less ``zovh``'s on the same problem and
+    seed: the median, and the runs where ``noisy=True`` was better or worse by more than
+    `LEVEL` (closer than that counts as level); empty without both solvers."""
+    if not {"zovh", "zovh noisy=True"} <= set(s["solvers"]):
+        return {}
+    scores = {
+        (r["model"], r["function"], r["instance"], r.get("seed", 0), r["solver"]): r["score"]
+        for r in records
+    }
+    out = {}
+    for model in s["models"]:
+        differences = [
+            value - scores[(*key[:4], "zovh")]
+            for key, value in scores.items()
+            if key[0] == model and key[4] == "zovh noisy=True"
+        ]
+        out[model] = {
+            "median": float(np.median(differences)),
+            "better": int(sum(d < -LEVEL for d in differences)),
+            "worse": int(sum(d > LEVEL for d in differences)),
+            "runs": len(differences),
+        }
+    return out
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -272,6 +315,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--budget", type=int, default=1000, help="evaluations per d (1000)")
     parser.add_argument("--functions", type=int, nargs="+", default=[1, 2, 8, 10, 14])
     parser.add_argument("--instances", type=int, nargs="+", default=[1, 2, 3])
+    parser.add_argument(
+        "--seeds", type=int, default=1, help="runs per problem, each its own noise stream (1)"
+    )
     parser.add_argument("--models", nargs="+", default=list(MODELS), choices=MODELS)
     parser.add_argument("--solvers", nargs="+", default=list(SOLVERS), choices=SOLVERS)
 
@@ -293,8 +339,18 @@ def run(args: argparse.Namespace) -> int:
     report.table(
         header,
         rows,
-        "median log10(g(x) / g(x0)) over functions and instances (min .. max); lower is better",
+        "median log10(g(x) / g(x0)) over functions, instances and seeds (min .. max); lower is "
+        "better",
     )
+    if data["noisy=True less the default"]:
+        report.table(
+            ["noise model", "median difference", "better by > 0.1", "worse by > 0.1", "runs"],
+            [
+                [m, fmt(v["median"], 2), v["better"], v["worse"], v["runs"]]
+                for m, v in data["noisy=True less the default"].items()
+            ],
+            "zovh noisy=True's score less zovh's on the same problem and seed",
+        )
     check = data["fun within 3 standard errors"]
     report.text(
         f"zovh's `fun` within 3 standard errors of the true mean at x: {check['within']} of "
