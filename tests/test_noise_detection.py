@@ -278,6 +278,33 @@ def test_outlier_pairs_are_found_by_their_residuals():
     assert not _robust.outliers(np.ones(5)).any()  # no spread: no outlier
 
 
+def test_outliers_are_found_while_more_than_half_the_pairs_are_hit():
+    """13 or 17 of 24 pairs hit (13 or more: one batch in nine under outliers in a fifth of
+    the calls): their deviations make the MAD, which finds none of them; the lower quartile's
+    scale finds them all. In a batch of 12 the MAD stays: there a few close pairs make the
+    lower quartile small by chance."""
+    rng = np.random.default_rng(2)
+    for hits in (13, 17):
+        clean = 1e-4 * rng.standard_normal(24 - hits)
+        outlying = rng.choice([-1.0, 1.0], hits) * rng.uniform(0.1, 0.3, hits)
+        residuals = np.concatenate([clean, outlying])
+        assert _robust.outliers(residuals).tolist() == [False] * (24 - hits) + [True] * hits
+        deviations = np.abs(residuals - np.median(residuals))
+        assert not (deviations > _robust.OUTLIER * _robust.scale(residuals)).any()
+    # a normal batch of 12 whose four closest pairs lie within 0.03 of the MAD's scale (as one
+    # of a Monte-Carlo newsvendor's batches did): the quartile's scale would flag 8 of them
+    close = np.array([0.008, -0.008, 0.027, -0.031, 0.311, -0.668, 0.681, -1.158, 1.165, -1.268,
+                      1.311, -1.321])  # fmt: skip
+    assert _robust.quartile_scale(close) == _robust.scale(close)
+    assert not _robust.outliers(close).any()
+    wider = np.concatenate([close, -close[4:12], [0.5, -0.5, 0.9, -0.9]])  # 24 pairs
+    assert _robust.quartile_scale(wider) == _robust.scale(wider)
+    # a quarter of the pairs on the median itself (a flat f): the MAD's scale, as before
+    flat = np.concatenate([np.zeros(8), np.linspace(-1.0, 1.0, 15), [50.0]])
+    assert _robust.quartile_scale(flat) == _robust.scale(flat) > 0
+    assert _robust.outliers(flat).tolist() == [False] * 23 + [True]
+
+
 def cauchy_sphere_gaps(seeds):
     """bbob-noisy's severe Cauchy model (1000 added, and an outlier of Cauchy scale 1 in a
     fifth of the calls) on the sphere at d = 10: the returned gap over x0's."""
