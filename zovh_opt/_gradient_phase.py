@@ -201,7 +201,12 @@ class QuasiNewtonPhase:
     def difference_step(self) -> float:
         """``h``: the largest of the phase's difference steps at its point (`_steps`)."""
         largest = float(self.xp.max(self.xp.abs(self.x)))
-        return math.sqrt(self.eps) * max(largest, self.length / math.sqrt(self.dim))
+        return math.sqrt(self.eps) * max(largest, self._step_floor)
+
+    @property
+    def _step_floor(self) -> float:
+        """The smallest ``|x_j|`` a difference step scales with: ``l / sqrt(d)``."""
+        return self.length / math.sqrt(self.dim)
 
     @property
     def max_steps(self) -> int:
@@ -244,8 +249,7 @@ class QuasiNewtonPhase:
         """The difference steps of coordinates ``start:stop``, made exact in ``x``'s
         precision (``(x + h) - x``; with ``sign = -1`` the backward ones, ``(x - h) - x``)."""
         xp, x = self.xp, self.x[start:stop]
-        floor = self.length / math.sqrt(self.dim)
-        h = math.sqrt(self.eps) * xp.maximum(xp.abs(x), xp.full_like(x, floor))
+        h = math.sqrt(self.eps) * xp.maximum(xp.abs(x), xp.full_like(x, self._step_floor))
         return (x + sign * h) - x
 
     def point(self, i: int) -> Any:

@@ -116,7 +116,6 @@ def minimize_with_new_starts(
     optimizer = Optimizer(x0, method, bounds=bounds, options=options, tol=tol, rng=rng)
     curvature = optimizer._method_options.get("curvature")  # "auto" as the first run resolved it
     results = [run(optimizer)]
-    maxfev, maxtime = options.get("maxfev"), options.get("maxtime")
     draws = _seeds(rng, results[0].x)
     regimes = ["first"]  # of each run: "first", "local" or "widened"
     for k in range(1, new_starts + 1):
@@ -128,14 +127,10 @@ def minimize_with_new_starts(
         more = dict(options) if local else {**options, "quasi_newton": False}
         if curvature is not None:
             more["curvature"] = curvature
-        if maxfev is not None:
-            more["maxfev"] = maxfev - sum(r.nfev for r in results)
-            if more["maxfev"] < 1:
-                break
-        if maxtime is not None:
-            more["maxtime"] = maxtime - (time.perf_counter() - began)
-            if more["maxtime"] <= 0:
-                break
+        left = _budget_left(options, results, began)
+        if left is None:
+            break
+        more.update(left)
         start = _start(x0, bounds, k, draws)
         seed = int(draws.integers(2**63))
         try:
@@ -150,6 +145,24 @@ def minimize_with_new_starts(
         results.append(run(optimizer))
         regimes.append("local" if local else "widened")
     return _combined(results)
+
+
+def _budget_left(
+    options: dict[str, Any], results: list[OptimizeResult], began: float
+) -> dict[str, Any] | None:
+    """``maxfev`` and ``maxtime`` (those ``options`` give) less what the ``results`` so far
+    spent and the time since ``began`` (`time.perf_counter`); ``None`` where either is
+    spent."""
+    left: dict[str, Any] = {}
+    if options.get("maxfev") is not None:
+        left["maxfev"] = options["maxfev"] - sum(r.nfev for r in results)
+        if left["maxfev"] < 1:
+            return None
+    if options.get("maxtime") is not None:
+        left["maxtime"] = options["maxtime"] - (time.perf_counter() - began)
+        if left["maxtime"] <= 0:
+            return None
+    return left
 
 
 def _regime(results: list[OptimizeResult], regimes: list[str]) -> str:

@@ -67,11 +67,13 @@ def quartile_scale(residuals: np.ndarray) -> float:
     deviations from the median over `NORMAL_QUARTILE` where that is `OUTLIER` times smaller
     and not 0 (more than half the pairs hit: the module docstring; a quarter of the pairs on
     the median itself, a flat ``f``, keep the MAD's)."""
-    spread = scale(residuals)
-    if residuals.shape[0] < QUARTILE_PAIRS or not spread > 0:
-        return spread
+    if residuals.shape[0] < QUARTILE_PAIRS:
+        return scale(residuals)
     with np.errstate(over="ignore", invalid="ignore"):
-        deviations = np.abs(residuals - float(np.median(residuals)))
+        deviations = np.abs(residuals - np.median(residuals))
+        spread = NORMAL_MAD * float(np.median(deviations))  # `scale`, from the same deviations
+        if not spread > 0:
+            return spread
         lower = float(np.quantile(deviations, 0.25)) / NORMAL_QUARTILE
     return lower if 0 < lower < spread / OUTLIER else spread
 

@@ -23,6 +23,7 @@ from zovh_opt._new_starts import (
     WIDENING,
     WIDENING_LIMIT,
     Optimizer,
+    _budget_left,
     _combined,
     _seeds,
     _start,
@@ -40,7 +41,6 @@ def minimize_with_new_starts(x0, method, new_starts, *, bounds, options, tol, rn
     curvature = optimizer._method_options.get("curvature")
     results = [run(optimizer)]
     ends = [_end(optimizer)]
-    maxfev, maxtime = options.get("maxfev"), options.get("maxtime")
     draws = _seeds(rng, results[0].x)
     regimes = ["first"]
     factors = [1.0]
@@ -64,14 +64,10 @@ def minimize_with_new_starts(x0, method, new_starts, *, bounds, options, tol, rn
         more = dict(options) if (local and not cont) else {**options, "quasi_newton": False}
         if curvature is not None:
             more["curvature"] = curvature
-        if maxfev is not None:
-            more["maxfev"] = maxfev - sum(r.nfev for r in results)
-            if more["maxfev"] < 1:
-                break
-        if maxtime is not None:
-            more["maxtime"] = maxtime - (time.perf_counter() - began)
-            if more["maxtime"] <= 0:
-                break
+        left = _budget_left(options, results, began)
+        if left is None:
+            break
+        more.update(left)
         start = results[-1].x if cont else _start(x0, bounds, k, draws)
         seed = int(draws.integers(2**63))
         try:
