@@ -124,13 +124,9 @@ def minimize_with_new_starts(
         if results[-1].status not in (SUCCESS, FAILED):
             break
         local = _regime(results, regimes) == "local"
-        more = dict(options) if local else {**options, "quasi_newton": False}
-        if curvature is not None:
-            more["curvature"] = curvature
-        left = _budget_left(options, results, began)
-        if left is None:
+        more = _options_of(options, local, curvature, results, began)
+        if more is None:
             break
-        more.update(left)
         start = _start(x0, bounds, k, draws)
         seed = int(draws.integers(2**63))
         try:
@@ -147,22 +143,29 @@ def minimize_with_new_starts(
     return _combined(results)
 
 
-def _budget_left(
-    options: dict[str, Any], results: list[OptimizeResult], began: float
+def _options_of(
+    options: dict[str, Any],
+    local: bool,
+    curvature: str | None,
+    results: list[OptimizeResult],
+    began: float,
 ) -> dict[str, Any] | None:
-    """``maxfev`` and ``maxtime`` (those ``options`` give) less what the ``results`` so far
-    spent and the time since ``began`` (`time.perf_counter`); ``None`` where either is
-    spent."""
-    left: dict[str, Any] = {}
+    """A new start's options: ``options`` (a widened one's without the quasi-Newton phase),
+    the first run's ``curvature``, and ``maxfev`` and ``maxtime`` (those given) less what the
+    ``results`` so far spent and the time since ``began`` (`time.perf_counter`); ``None``
+    where either is spent."""
+    more = dict(options) if local else {**options, "quasi_newton": False}
+    if curvature is not None:
+        more["curvature"] = curvature
     if options.get("maxfev") is not None:
-        left["maxfev"] = options["maxfev"] - sum(r.nfev for r in results)
-        if left["maxfev"] < 1:
+        more["maxfev"] = options["maxfev"] - sum(r.nfev for r in results)
+        if more["maxfev"] < 1:
             return None
     if options.get("maxtime") is not None:
-        left["maxtime"] = options["maxtime"] - (time.perf_counter() - began)
-        if left["maxtime"] <= 0:
+        more["maxtime"] = options["maxtime"] - (time.perf_counter() - began)
+        if more["maxtime"] <= 0:
             return None
-    return left
+    return more
 
 
 def _regime(results: list[OptimizeResult], regimes: list[str]) -> str:

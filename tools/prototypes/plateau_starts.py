@@ -23,8 +23,8 @@ from zovh_opt._new_starts import (
     WIDENING,
     WIDENING_LIMIT,
     Optimizer,
-    _budget_left,
     _combined,
+    _options_of,
     _seeds,
     _start,
 )
@@ -61,13 +61,9 @@ def minimize_with_new_starts(x0, method, new_starts, *, bounds, options, tol, rn
             local = regimes[-1] != "widened"
         else:
             local = _new_starts._regime(results, regimes) == "local"
-        more = dict(options) if (local and not cont) else {**options, "quasi_newton": False}
-        if curvature is not None:
-            more["curvature"] = curvature
-        left = _budget_left(options, results, began)
-        if left is None:
+        more = _options_of(options, local and not cont, curvature, results, began)
+        if more is None:
             break
-        more.update(left)
         start = results[-1].x if cont else _start(x0, bounds, k, draws)
         seed = int(draws.integers(2**63))
         try:
