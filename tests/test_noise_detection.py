@@ -218,14 +218,14 @@ def test_a_checkpoint_during_a_measurement_goes_on_as_the_run(pending, tmp_path)
 
 
 def test_the_monitor_caps_the_values_at_x0_by_the_budget():
-    monitor = NoiseMonitor("auto", True, None, start=np.zeros(3))
+    monitor = NoiseMonitor("auto", True, None, start=np.zeros(3), maxfev=1000)
     assert monitor.size() == 2
     monitor.take([1.0, 2.0], room=13)  # noise; 13 + 2 evaluations pay for 5 at x0 and the end
     assert monitor.detected and monitor.evaluations == 5 and monitor.size() == 3
-    deterministic = NoiseMonitor("auto", True, None, start=np.zeros(3))
+    deterministic = NoiseMonitor("auto", True, None, start=np.zeros(3), maxfev=1000)
     deterministic.take([1.0, 1.0], room=100)
     assert not deterministic.detected and deterministic.done and deterministic.std() == 0.0
-    failed = NoiseMonitor("auto", True, None, start=np.zeros(3))
+    failed = NoiseMonitor("auto", True, None, start=np.zeros(3), maxfev=1000)
     failed.take([math.nan, 1.0], room=100)  # a failed value is no evidence of noise
     assert not failed.detected
 

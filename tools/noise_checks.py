@@ -102,7 +102,7 @@ def coverage():
         "uniform model, g = 1e-2": uniform(1e-2),
         "Student t, 3 dof": (lambda s: rng.standard_t(3, s), 0.0),
     }
-    sizes = (10, 30, 100)
+    sizes = (10, 30, 100, 200, 1000)
     print(f"{'values':28}" + "".join(f"   n = {n:<4}" for n in sizes))
     for name, (draw, mean) in laws.items():
         cells = []

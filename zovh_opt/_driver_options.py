@@ -146,8 +146,8 @@ def run_options(
         options.setdefault("ftol", tol)
     method_options = {k: v for k, v in options.items() if k in METHODS[method].options}
     driver = resolve(DRIVER_OPTIONS, options)
-    if driver["final_evaluations"] is None and driver["noisy"] != "auto":
-        driver["final_evaluations"] = 10 if driver["noisy"] else 1
+    if driver["final_evaluations"] is None and driver["noisy"] is False:
+        driver["final_evaluations"] = 1
     return driver, method_options
 
 

@@ -27,12 +27,19 @@ import math
 from typing import Any
 
 from ._backend import namespace_of
-from ._returned_point import sample_std
+from ._returned_point import FRESH_SHARE, sample_std
 
-__all__ = ["NoiseMonitor", "PROBE", "measurements", "repeats"]
+__all__ = ["NoiseMonitor", "PROBE", "fresh_evaluations", "measurements", "repeats"]
 
 PROBE = 2  # values at x0 that tell a deterministic objective from a noisy one
 NOISY_EVALUATIONS = 10  # final_evaluations' default once the objective is noisy
+# values at the returned point (its fresh mean, ``fun``) where final_evaluations is left to
+# its default: FRESH_SHARE of maxfev reserved, from NOISY_EVALUATIONS up to FRESH_MAX (the
+# share of the evaluations made where the run ends earlier: `ReturnedPoint.final_size`). Ten
+# values of a skewed noise rarely hold the rare large ones that carry its mean, so fun and its
+# standard error both come out low: fun beyond 3 of them in 10 % of runs of lognormal noise
+# at 10 values, 1.3 % at 200 (`tools/noise_checks.py coverage`; docs' theory page)
+FRESH_MAX = 1000
 RECHECK_FROM = 4  # the best point is evaluated again after iterations 4, 8, 16, 32, ...
 # a value measured again "repeats" within this many eps (of x's dtype) of it: a deterministic
 # f whose sums run in another order for another memory alignment (BLAS kernels, the rows of a
@@ -52,6 +59,12 @@ def measurements(nit: int) -> int:
     return PROBE + max(0, nit.bit_length() - RECHECK_FROM.bit_length() + 1)
 
 
+def fresh_evaluations(maxfev: int) -> int:
+    """The values a noisy run takes at its returned point where ``final_evaluations`` is
+    left to its default: `FRESH_SHARE` of ``maxfev``, `NOISY_EVALUATIONS` to `FRESH_MAX`."""
+    return min(FRESH_MAX, max(NOISY_EVALUATIONS, math.ceil(FRESH_SHARE * maxfev)))
+
+
 class NoiseMonitor:
     """The measurements that decide whether a run is noisy (module docstring).
 
@@ -62,16 +75,23 @@ class NoiseMonitor:
     adaptive : bool
         Whether the run has the step rule (``"auto"`` measures only then).
     evaluations : int or None
-        Values at ``x0`` (and at the returned point) once the objective is noisy; ``None``:
-        10.
+        Values at ``x0`` (and at each point the end compares and at the returned point)
+        once the objective is noisy; ``None``: 10 (and `fresh_evaluations` at the returned
+        point).
     start : array
         ``x0`` in the run's coordinates (steps make new arrays: a reference).
+    maxfev : int
+        The run's budget.
     """
 
-    def __init__(self, mode: Any, adaptive: bool, evaluations: Any, start: Any) -> None:
+    def __init__(
+        self, mode: Any, adaptive: bool, evaluations: Any, start: Any, maxfev: int
+    ) -> None:
         self.mode = mode if mode != "auto" or adaptive else False
         self.eps = float(namespace_of(start).finfo(start.dtype).eps)  # of x, and of f
         self.evaluations = NOISY_EVALUATIONS if evaluations is None else evaluations
+        # values at the returned point
+        self.fresh = fresh_evaluations(maxfev) if evaluations is None else evaluations
         self.values: list[float] = []  # at x0
         self.detected = self.mode is True
         # x0, while a measurement or a late comparison with it may come (not with False)
@@ -117,8 +137,8 @@ class NoiseMonitor:
 
     def take(self, values: list[float], room: int) -> None:
         """The values of the pending measurement. ``room``, the evaluations ``maxfev``
-        leaves after one iteration, caps the values at ``x0`` and at the end
-        (``3 final_evaluations`` in all) once noise is found."""
+        leaves after one iteration, caps the values at ``x0`` and at the end once noise is
+        found (`found`)."""
         if self.recheck is not None:
             before, self.recheck = self.recheck[0], None
             if math.isfinite(values[0]) and not repeats(values[0], before, self.eps):
@@ -139,8 +159,10 @@ class NoiseMonitor:
         if elsewhere and room // 3 >= PROBE:  # (where fresh values can be paid for)
             self.values = []
         self.detected = True
-        affordable = (room + len(self.values)) // 3
-        self.evaluations = max(len(self.values), min(self.evaluations, affordable))
+        # x0's values, the final iterate's and the returned point's (at least as many) in room
+        measured = len(self.values)
+        self.evaluations = max(measured, min(self.evaluations, (room + measured) // 3))
+        self.fresh = max(self.evaluations, min(self.fresh, room + measured - 2 * self.evaluations))
 
     def tell_start(self, method: Any, nit: int, f_unit: float) -> None:
         """At the first iteration (its batch is around ``x0``), give the ``method`` the value
@@ -179,11 +201,16 @@ class NoiseMonitor:
         if not self.detected or self.acted or not self.done:
             return
         self.acted = True
-        returned.become_noisy(self.evaluations, self.start, self.values)
+        self.ends_noisy(returned)
         if stopping is not None:
             stopping.noisy()
         if method is not None:
             method.noise_found(self.std() ** 2)
+
+    def ends_noisy(self, returned: Any) -> None:
+        """The ``returned`` point ends the run as a noisy one does: compared with ``x0``
+        (its values so far), and measured afresh."""
+        returned.become_noisy(self.evaluations, self.start, self.values, self.fresh)
 
     def note(self) -> str:
         """What the message adds once ``"auto"`` found noise."""
@@ -200,6 +227,7 @@ class NoiseMonitor:
             "noise_values": list(self.values),
             "noise_detected": self.detected,
             "noise_evaluations": self.evaluations,
+            "noise_fresh": self.fresh,
             "noise_start": self.start,
             "noise_recheck": None if self.recheck is None else list(self.recheck),
             "noise_acted": self.acted,
@@ -215,6 +243,8 @@ class NoiseMonitor:
         self.values = [float(v) for v in state["noise_values"]]
         self.detected = bool(state["noise_detected"])
         self.evaluations = int(state["noise_evaluations"])
+        # checkpoints before the returned point had its own sample size: as many as x0's
+        self.fresh = int(state.get("noise_fresh", self.evaluations))
         self.start = vector(state["noise_start"])
         recheck = state["noise_recheck"]
         self.recheck = None if recheck is None else (float(recheck[0]), vector(recheck[1]))

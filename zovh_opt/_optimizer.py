@@ -149,10 +149,10 @@ class Optimizer:
             method, z0, rng=self._seeds, scale=scale, maxfev=maxfev, options=method_options,
             noisy=noisy is True, first_step=self._coordinates.first_step)  # fmt: skip
         adaptive = self._step.control is not None
-        self._noise = NoiseMonitor(noisy, adaptive, final, self._step.x)
+        self._noise = NoiseMonitor(noisy, adaptive, final, self._step.x, maxfev)
         self._returned = ReturnedPoint(False, final or 1, None, self.xp)
         if self._noise.detected:  # noisy=True: the end of a noisy run from the start
-            self._returned.become_noisy(self._noise.evaluations, self._step.x, [])
+            self._noise.ends_noisy(self._returned)
         self._stopping = StoppingRules(
             self.options,
             method=method,
@@ -359,7 +359,7 @@ class Optimizer:
             if spent is not None:
                 self.stop(*spent)
         if self._phase == "final":
-            n = self._returned.final_size()
+            n = self._returned.final_size(self._told)
         elif self._phase == MEASURE:
             n = self._noise.size()
         elif self._phase == GRADIENT:

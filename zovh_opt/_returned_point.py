@@ -14,11 +14,15 @@
   candidate where both the mean and the median of its values are below ``x0``'s, else ``x0``
   (where the noise buried the slope the step rule accepts trials by chance and the iterate
   can drift uphill; a skewed noise's sample mean can favour the worse point); then
-  ``final_evaluations`` values at ``x``, which the choice never saw, give ``fun``, unbiased,
-  its standard error ``fun_std_error`` and the noise's standard deviation there,
-  ``noise_std``. NaN and inf values are missing data in both: left out of the means, and a
-  side with no finite value loses. (Checkpoints written before ``x0`` was measured at the
-  start measure it at the end, beside the final iterate.)
+  fresh values at ``x``, which the choice never saw, give ``fun``, unbiased, its standard
+  error ``fun_std_error`` and the noise's standard deviation there, ``noise_std``: as many as
+  ``final_evaluations`` where it is given, else 1 % of the run's evaluations (1 % of
+  ``maxfev`` where it ends the run; 10 to 1000: `FRESH_SHARE`,
+  `zovh_opt._noise.fresh_evaluations`), because ten values of a skewed noise rarely hold the
+  large ones that carry its mean and its standard error. NaN and inf values are missing data
+  in both: left out of the means, and a side with no finite value loses. (Checkpoints
+  written before ``x0`` was measured at the start measure it at the end, beside the final
+  iterate.)
 """
 
 from __future__ import annotations
@@ -32,8 +36,11 @@ from typing import Any
 from ._centre_average import CentreAverage
 from ._robust import scale as robust_scale
 
-__all__ = ["ReturnedPoint", "SIGNIFICANCE", "finite_mean", "mean", "sample_std"]
+__all__ = ["FRESH_SHARE", "ReturnedPoint", "SIGNIFICANCE", "finite_mean", "mean", "sample_std"]
 
+# the share of a noisy run's evaluations at its returned point where final_evaluations is left
+# to its default (`zovh_opt._noise.fresh_evaluations`)
+FRESH_SHARE = 0.01
 SIGNIFICANCE = 2.0  # standard deviations by which the final iterate must beat the average
 MEDIAN_ERROR = 1.2533  # a normal sample median's standard error over the mean's, sqrt(pi / 2)
 
@@ -105,7 +112,8 @@ class ReturnedPoint:
     noisy : bool
         Whether the run ends with the comparison and a fresh mean (module docstring).
     final_evaluations : int
-        Values per point in each final ask.
+        Values per point in each final ask (`become_noisy` may give the returned point
+        more).
     start : array or None
         With ``noisy=True``, ``x0`` in the run's coordinates (steps make new arrays: a
         reference).
@@ -116,6 +124,7 @@ class ReturnedPoint:
     def __init__(self, noisy: bool, final_evaluations: int, start: Any, xp: Any) -> None:
         self.noisy = noisy
         self.per_point = final_evaluations
+        self.fresh = final_evaluations  # values at the returned point
         self.xp = xp
         self.best: tuple[float, Any] | None = None  # lowest finite evaluated value, its point
         self.start = start if noisy else None
@@ -124,10 +133,13 @@ class ReturnedPoint:
         self.compared: list[float] | None = None  # the comparison's values, once in
         self.final_values: list[float] | None = None
 
-    def become_noisy(self, evaluations: int, start: Any, start_values: list[float]) -> None:
+    def become_noisy(
+        self, evaluations: int, start: Any, start_values: list[float], fresh: int
+    ) -> None:
         """The objective is noisy: end with the comparison with ``x0``, whose values are
-        ``start_values``, and a fresh mean, each of ``evaluations`` values."""
-        self.noisy, self.per_point = True, evaluations
+        ``start_values``, of ``evaluations`` values a point, and a fresh mean of ``fresh``
+        values."""
+        self.noisy, self.per_point, self.fresh = True, evaluations, fresh
         self.start, self.start_values = start, list(start_values)
 
     def follow(self, method: Any) -> None:
@@ -139,12 +151,13 @@ class ReturnedPoint:
     @property
     def reserve(self) -> int:
         """Evaluations after the last iteration: ``final_evaluations``; for a noisy objective
-        once each at the final iterate, the average of the centres (where the next iteration
-        makes one), ``x0`` where it was not measured at the start, and the returned point."""
+        as many at the final iterate, the average of the centres (where the next iteration
+        makes one) and ``x0`` where it was not measured at the start, and the fresh ones at
+        the returned point."""
         if not self.noisy:
             return self.per_point
-        blocks = 2 + (self.average.count > 0) + (self.start_values is None)
-        return self.per_point * blocks
+        blocks = 1 + (self.average.count > 0) + (self.start_values is None)
+        return self.per_point * blocks + self.fresh
 
     @property
     def comparing(self) -> bool:
@@ -156,9 +169,16 @@ class ReturnedPoint:
         blocks = ["iterate"] + (["average"] if self.average.usable else [])
         return blocks + (["start"] if self.start_values is None else [])
 
-    def final_size(self) -> int:
-        """The number of points of the next final ask."""
-        return self.per_point * (len(self._blocks()) if self.comparing else 1)
+    def final_size(self, spent: int) -> int:
+        """The number of points of the next final ask, after ``spent`` evaluations: the
+        last, at the returned point, makes `FRESH_SHARE` of the run's evaluations (``spent``
+        and its own), at least ``final_evaluations`` and at most the ``fresh`` reserved for
+        it: all of those where ``maxfev`` ended the run, fewer where ``maxiter``, ``maxtime``
+        or a tolerance ended it earlier."""
+        if self.comparing:
+            return self.per_point * len(self._blocks())
+        share = math.ceil(spent * FRESH_SHARE / (1 - FRESH_SHARE))
+        return min(self.fresh, max(self.per_point, share))
 
     def _values(self, block: str) -> list[float]:
         """The comparison's values at ``block`` (``x0``'s: measured at the start, or there)."""

@@ -98,8 +98,7 @@ def restore(cls: type, state: dict[str, Any]) -> Any:
     run._safeguard.load_state(state, vector)
     run._noise.load_state(state, vector)
     if run._noise.detected and run._noise.acted:  # before the returned point's own state
-        noise = run._noise
-        run._returned.become_noisy(noise.evaluations, noise.start, noise.values)
+        run._noise.ends_noisy(run._returned)
     run._returned.load_state(state, vector)
     # the method's options as given (older checkpoints: as resolved)
     run._requested = state.get("requested_options", run._requested)
