@@ -301,9 +301,12 @@ def minimize(
         deterministic problems it is what finite-difference L-BFGS-B is, with a line search
         that costs one evaluation a trial (docs, *Theory*, *The quasi-Newton phase*).
         ``False``: the method from ``x0``.
-    final_evaluations : int, default 1 (10 for a noisy objective)
+    final_evaluations : int, optional
         Evaluations at the final iterate; for a noisy objective also at ``x0`` (before the
         first iteration), at the average of the recent centres and at the returned point.
+        By default 1, and for a noisy objective 10 at each of those points but the returned
+        one, which takes 1 % of the run's evaluations (1 % of ``maxfev`` where it ends the
+        run), 10 to 1000 (see *Noisy objectives* below).
     max_restarts : int, default 5
         Restarts after 10 iterations in a row without finite values, before the next such
         failure ends the run with status 3. Divergence of a fixed rate always restarts.
@@ -364,10 +367,13 @@ def minimize(
     candidate where the mean and the median of its values are both below ``x0``'s, else
     ``x0`` (where noise decided the step rule's comparisons the iterate can drift uphill),
     ``fun`` the mean of
-    ``final_evaluations`` fresh values there (unbiased for the mean of ``fun`` at ``x``),
-    ``fun_std_error`` its standard error (the sample's: with 10 values 3 of them miss 1.6 % of
-    normal errors, and more of skewed ones; raise ``final_evaluations`` for a tighter one) and
-    ``noise_std`` the noise's standard deviation there; the message says so. During the run
+    fresh values there (unbiased for the mean of ``fun`` at ``x``), ``fun_std_error`` its
+    standard error (the sample's) and ``noise_std`` the noise's standard deviation there; the
+    message says so. Those values are 1 % of the run's evaluations, 10 to 1000, unless
+    ``final_evaluations`` is given: ten values of a skewed noise rarely hold the large ones
+    that carry its mean, and ``fun`` then lies beyond three of its standard errors far more
+    often than the 1.6 % of ten normal values (lognormal values: 10 % at 10 values, 1.4 % at
+    200). During the run
     the batches are read with robust statistics (medians, clipped differences: outliers), the
     smoothing radius is kept above the noise,
     and ``ftol``, ``xtol`` and ``flat_iterations`` left ``"auto"`` are off (discrete noise
