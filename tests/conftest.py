@@ -14,6 +14,8 @@ import os
 import numpy as np
 import pytest
 
+import zovh_opt
+
 ALL_BACKENDS = ("numpy", "array_api_strict", "torch", "cupy")
 DEFAULT_BACKENDS = ("numpy", "array_api_strict", "torch")
 
@@ -104,3 +106,25 @@ def drive_pairs():
         return batches, state
 
     return drive
+
+
+@pytest.fixture
+def run_to_end():
+    """``run_to_end(f, x0, rng, options)``: an `Optimizer` loop (``minimize``'s asks, in
+    order) with the scalar ``f``; the result and the end's asks, each ``(points, values)``:
+    a noisy run's comparison (``final_evaluations`` values at the final iterate, then at the
+    average of the centres where there is one), the rounds a close comparison with ``x0``
+    adds (half at the candidate, half at ``x0``), and the fresh values at ``x``, last."""
+
+    def run(f, x0, rng, options):
+        opt, end = zovh_opt.Optimizer(x0, rng=rng, options=options), []
+        while not opt.done:
+            points = np.asarray(opt.ask())
+            final = opt._pending == "final"
+            values = [f(p) for p in points]
+            opt.tell(values)
+            if final:
+                end.append((points, values))
+        return opt.result(), end
+
+    return run

@@ -11,7 +11,6 @@ import pytest
 
 import zovh_opt
 from zovh_opt._centre_average import CentreAverage
-from zovh_opt._noise import fresh_evaluations
 from zovh_opt._returned_point import ReturnedPoint, significantly_lower
 
 N = 10  # final_evaluations of a noisy run
@@ -70,29 +69,23 @@ def test_the_comparison_returns_the_average_the_iterate_or_the_start():
     assert comparison(level, level, lower) == "start"  # either candidate against x0
 
 
-def noisy_sphere(seed, d=100, evaluations=100):
-    noise, points = np.random.default_rng(100 + seed), []
-
-    def f(x):
-        points.append(np.array(x))
-        return float(x @ x) + noise.standard_normal()
-
-    res = zovh_opt.minimize(f, np.ones(d), rng=seed, options={"maxfev": evaluations * d})
-    return res, points
-
-
-def test_a_noisy_sphere_returns_the_average_closer_than_its_final_iterate():
+def test_a_noisy_sphere_returns_the_average_closer_than_its_final_iterate(run_to_end):
     """d = 100, sigma = 1, ``100 d`` evaluations (noise found at x0): the last steps' noise
     leaves the final iterate at f = 0.28-0.85 over these seeds, the average at 0.08-0.21."""
-    closer, fresh = [], fresh_evaluations(100 * 100)  # 1 % of maxfev at the returned point
-    assert fresh == 100
+    closer = []
     for seed in range(8):
-        res, points = noisy_sphere(seed)
-        # the comparison (N values at the final iterate and at the average), then x measured
-        iterate, average = points[-2 * N - fresh], points[-N - fresh]
-        assert all(np.array_equal(p, iterate) for p in points[-2 * N - fresh : -N - fresh])
+        noise = np.random.default_rng(100 + seed)
+
+        def f(x, noise=noise):
+            return float(x @ x) + noise.standard_normal()
+
+        res, end = run_to_end(f, np.ones(100), seed, {"maxfev": 100 * 100})
+        (compared, _), (fresh, _) = end[0], end[-1]  # N values at the iterate and the average
+        iterate, average = compared[0], compared[N]
+        assert all(np.array_equal(p, iterate) for p in compared[:N])
+        assert all(np.array_equal(p, average) for p in compared[N:]) and len(compared) == 2 * N
         assert np.array_equal(res.x, average) and "average" in res.message
-        assert all(np.array_equal(p, res.x) for p in points[-fresh:])
+        assert all(np.array_equal(p, res.x) for p in fresh)
         closer.append(float(average @ average) / float(iterate @ iterate))
     assert max(closer) < 1 and np.median(closer) < 0.5
 

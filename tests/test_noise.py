@@ -10,7 +10,6 @@ from __future__ import annotations
 import math
 
 import numpy as np
-import pytest
 
 import zovh_opt
 from zovh_opt._noise import NoiseMonitor, fresh_evaluations
@@ -81,55 +80,64 @@ def recorded(f, sigma, seed):
     return noisy, points, values
 
 
-def trailing(points, x):
-    """How many of the last ``points`` equal ``x``."""
-    return next((k for k, p in enumerate(reversed(points)) if not np.array_equal(p, x)), 0)
+def check_rounds(rounds, candidate, start):
+    """A close comparison's rounds: half their values at the candidate, half at ``x0``."""
+    for points, _ in rounds:
+        half = len(points) // 2
+        assert all(np.array_equal(p, candidate) for p in points[:half])
+        assert all(np.array_equal(p, start) for p in points[half:])
 
 
-def test_a_noisy_run_that_ends_above_its_start_returns_the_start():
+def test_a_noisy_run_that_ends_above_its_start_returns_the_start(run_to_end):
     """Where noise buries the slope (Ackley, d = 1000, sigma = 1, 8 d evaluations) the step
     rule accepts trials by chance and the iterate drifts uphill. x0 is measured
     ``final_evaluations`` times before the first iteration, the final iterate and the average
-    of the centres as often at the end; the lower mean wins, and is measured ``m`` times
-    more (1 % of the run's evaluations, 80 reserved): ``x`` is x0 and ``fun`` the mean of
-    those last values, which the choice did not see."""
+    of the centres as often at the end (and both the candidate and x0 more where that is
+    close); the lower mean wins, and is measured afresh: ``x`` is x0 and ``fun`` the mean of
+    those last values, which the choice did not see. The end takes 1 % of the run twice
+    (80 reserved each): the close comparison's values and the fresh ones together."""
     n, d = 10, 1000
     x0 = np.random.default_rng(0).standard_normal(d)
     fun, points, values = recorded(ackley, 1.0, 5)
-    res = zovh_opt.minimize(fun, x0, rng=0, options={"maxfev": 8 * d, "noisy": True})
-    m = trailing(points, x0)
-    assert m == 80 == math.ceil((len(points) - m) / 99)
-    final, average = points[-2 * n - m], points[-n - m]
-    for point, block in ((final, slice(-2 * n - m, -n - m)), (average, slice(-n - m, -m))):
+    res, end = run_to_end(fun, x0, 0, {"maxfev": 8 * d, "noisy": True})
+    (compared, told), rounds, (fresh, fresh_values) = end[0], end[1:-1], end[-1]
+    final, average = compared[0], compared[n]
+    for point, block in ((final, slice(0, n)), (average, slice(n, 2 * n))):
         assert ackley(point) > ackley(x0) + 0.3  # the drift this guards against
-        assert all(np.array_equal(p, point) for p in points[block])
-        assert np.mean(values[:n]) < np.mean(values[block])
+        assert all(np.array_equal(p, point) for p in compared[block])
+        assert np.mean(values[:n]) < np.mean(told[block])
+    check_rounds(rounds, average, x0)
     assert all(np.array_equal(p, x0) for p in points[:n])
     assert np.array_equal(res.x, x0) and "x is the start" in res.message
-    assert res.fun == sum(values[-m:]) / m and res.nfev == len(points) <= 8 * d
+    assert all(np.array_equal(p, x0) for p in fresh)
+    added = sum(len(p) for p, _ in rounds)
+    ended_at = len(points) - 2 * n - added - len(fresh)
+    share = min(80, max(n, math.ceil(ended_at / 98)))
+    assert len(fresh) + added == 2 * share
+    assert res.fun == sum(fresh_values) / len(fresh_values) and res.nfev == len(points) <= 8 * d
 
 
-@pytest.mark.parametrize("seed", [0, 1])
-def test_a_noisy_run_that_made_progress_returns_the_candidate_of_its_comparison(seed):
+def test_a_noisy_run_that_made_progress_returns_the_candidate_of_its_comparison(run_to_end):
     """The final iterate and the average of the centres are measured, 10 values each; the
-    average is the candidate unless the iterate's values are significantly the lower (seed 0:
-    the average; seed 1: the noise drew the iterate's values 1.5 standard errors low), it
-    beats x0, and 30 fresh values there (1 % of 3000) give ``fun``."""
+    average is the candidate unless the iterate's values are significantly the lower (here
+    the average; `test_the_comparison_returns_the_average_the_iterate_or_the_start` has the
+    other cases), it beats x0, and fresh values there give ``fun``."""
     n = 10
     fun, points, values = recorded(lambda x: float(x @ x), 1.0, 6)
-    res = zovh_opt.minimize(fun, np.ones(D), rng=seed, options={"maxfev": 3000, "noisy": True})
+    res, end = run_to_end(fun, np.ones(D), 1, {"maxfev": 3000, "noisy": True})
+    (compared, told), rounds, (fresh, fresh_values) = end[0], end[1:-1], end[-1]
     assert float(res.x @ res.x) < D / 10 and "start" not in res.message
-    m = 30
-    iterate, average = slice(-2 * n - m, -n - m), slice(-n - m, -m)
-    assert all(np.array_equal(p, points[-2 * n - m]) for p in points[iterate])
-    assert all(np.array_equal(p, points[-n - m]) for p in points[average])
-    assert all(np.array_equal(p, res.x) for p in points[-m:])
-    lower = significantly_lower(values[iterate], values[average])
-    assert lower == (seed == 1)
-    assert np.array_equal(res.x, points[-2 * n - m] if lower else points[-n - m])
-    assert ("average" in res.message) != lower
+    iterate, average = compared[0], compared[n]
+    assert all(np.array_equal(p, iterate) for p in compared[:n])
+    assert all(np.array_equal(p, average) for p in compared[n:]) and len(compared) == 2 * n
+    lower = significantly_lower(told[:n], told[n:])
+    assert not lower
+    candidate = iterate if lower else average
+    check_rounds(rounds, candidate, np.ones(D))
+    assert np.array_equal(res.x, candidate) and ("average" in res.message) != lower
     assert all(np.array_equal(p, np.ones(D)) for p in points[:n])  # x0, before iterating
-    assert res.fun == sum(values[-m:]) / m and res.nfev == len(points) <= 3000
+    assert all(np.array_equal(p, res.x) for p in fresh)
+    assert res.fun == sum(fresh_values) / len(fresh_values) and res.nfev == len(points) <= 3000
 
 
 def test_a_checkpoint_between_the_comparison_and_the_last_measurement(tmp_path):
@@ -151,37 +159,77 @@ def test_a_checkpoint_between_the_comparison_and_the_last_measurement(tmp_path):
     assert opt.done and loaded.done and results[0].nfev == 20 * 3 + 12
 
 
-def test_the_returned_point_takes_a_share_of_the_run():
+def test_the_end_takes_a_share_of_the_run_for_x_and_one_for_a_close_comparison():
     """With ``final_evaluations`` left to its default, a noisy run reserves 1 % of
-    ``maxfev`` (10 to 1000) for the fresh values at its returned point, and takes 1 % of the
-    evaluations it made (these included) where it ended before ``maxfev``; a given
-    ``final_evaluations`` is taken as it is."""
+    ``maxfev`` (10 to 1000) for the fresh values at its returned point and as much for a
+    close comparison with x0, which adds values at both sides in rounds that double them until
+    one side is significantly the lower; the fresh sample takes 1 % of the run and what the
+    comparison left (where the run ended before ``maxfev``: 1 % of what it made). A given
+    ``final_evaluations`` is taken as it is, with no rounds."""
     assert [fresh_evaluations(n) for n in (50, 1000, 20_000, 20_050, 10**6)] == [
         10, 10, 200, 201, 1000]  # fmt: skip
-    returned = ReturnedPoint(noisy=False, final_evaluations=1, start=None, xp=np)
-    returned.become_noisy(10, np.zeros(3), [1.0] * 10, fresh=200)
-    assert returned.reserve == 10 + 200  # the final iterate's (no average yet), x's
-    returned.compared = [1.0] * 10
-    assert [returned.final_size(n) for n in (19_790, 2970, 99, 5)] == [200, 30, 10, 10]
-    given = ReturnedPoint(noisy=False, final_evaluations=1, start=None, xp=np)
-    given.become_noisy(7, np.zeros(3), [1.0] * 7, fresh=7)
-    given.compared = [1.0] * 7
+    level = [1.0, 2.0] * 5
+    returned = ReturnedPoint(noisy=False, final_evaluations=1, start=np.zeros(3), xp=np)
+    returned.become_noisy(10, np.zeros(3), level, fresh=200, extension=200)
+    assert returned.reserve == 10 + 200 + 200  # the final iterate's (no average yet), x's
+    assert returned.final_size(19_580) == 10  # the comparison: 1 % of the run is 200
+    returned.take_final(level)  # level with x0's: close
+    assert returned.confirming and returned.final_size(19_590) == 2 * 10
+    points = [returned.final_point(i, lambda: "iterate", lambda z: "start") for i in range(20)]
+    assert points == ["iterate"] * 10 + ["start"] * 10
+    returned.take_final(level + level)
+    assert returned.final_size(19_610) == 2 * 20  # still close: the sample doubles
+    returned.take_final([0.0] * 20 + [5.0] * 20)  # now the candidate is the lower
+    assert not returned.confirming and returned.chosen() == "iterate"
+    assert returned.final_size(19_650) == 200 + 200 - 60  # x takes what the rounds left
+    ended = ReturnedPoint(noisy=False, final_evaluations=1, start=np.zeros(3), xp=np)
+    ended.become_noisy(10, np.zeros(3), level, fresh=200, extension=200)
+    assert ended.final_size(2940) == 10  # maxiter ended the run: 1 % of it is 30
+    ended.take_final([1.0] * 10)  # neither side varies (an exact f): no round
+    assert not ended.confirming and ended.final_size(2950) == 30 + 30
+    given = ReturnedPoint(noisy=False, final_evaluations=1, start=np.zeros(3), xp=np)
+    given.become_noisy(7, np.zeros(3), level[:7], fresh=7, extension=0)
     assert given.final_size(19_790) == 7
-    options = {"maxfev": 20_000, "noisy": True, "final_evaluations": 7}
-    fun, points, _ = recorded(lambda x: float(x @ x), 1.0, 8)
-    res = zovh_opt.minimize(fun, np.ones(20), rng=0, options=options)
-    assert trailing(points, res.x) in (7, 14) and res.nfev <= 20_000
+    given.take_final(level[:7])
+    assert not given.confirming and given.final_size(19_797) == 7
 
 
 def test_noise_found_late_reserves_what_the_budget_leaves():
-    """Found with little budget left, the values at x0 and at the end fit in it: the fresh
-    sample shrinks first, never below the others'."""
+    """Found with little budget left, the values at x0 and at the end fit in it: a close
+    comparison's reserve goes first, then the fresh sample's, never below the others'."""
     monitor = NoiseMonitor("auto", True, None, start=np.zeros(3), maxfev=20_000)
-    assert (monitor.evaluations, monitor.fresh) == (10, 200)
+    assert (monitor.evaluations, monitor.fresh, monitor.extension) == (10, 200, 200)
+    monitor.values = [1.0, 2.0]
+    monitor.found(room=300)
+    assert (monitor.evaluations, monitor.fresh, monitor.extension) == (10, 200, 300 + 2 - 220)
+    monitor = NoiseMonitor("auto", True, None, start=np.zeros(3), maxfev=20_000)
     monitor.values = [1.0, 2.0]
     monitor.found(room=100)
-    assert (monitor.evaluations, monitor.fresh) == (10, 100 + 2 - 20)
+    assert (monitor.evaluations, monitor.fresh, monitor.extension) == (10, 100 + 2 - 20, 0)
     monitor = NoiseMonitor("auto", True, None, start=np.zeros(3), maxfev=20_000)
     monitor.values = [1.0, 2.0]
     monitor.found(room=19)
-    assert (monitor.evaluations, monitor.fresh) == (7, 7)
+    assert (monitor.evaluations, monitor.fresh, monitor.extension) == (7, 7, 0)
+
+
+def test_a_checkpoint_in_a_close_comparison_with_x0(tmp_path):
+    """A flat noisy objective leaves the comparison with x0 close: saved between its rounds,
+    the run continues as it would have, to the same point, value and evaluations."""
+    noise = np.random.default_rng(9)
+    opt = zovh_opt.Optimizer(np.ones(5), rng=3, options={"maxfev": 2000, "noisy": True})
+    while not opt._returned.confirming:
+        opt.tell([1.0 + noise.standard_normal() for _ in opt.ask()])
+    assert opt._returned.compared is not None and not opt.done
+    opt.save(tmp_path / "run.npz")
+    loaded = zovh_opt.Optimizer.load(tmp_path / "run.npz")
+    results = []
+    for o in (opt, loaded):
+        rest = np.random.default_rng(10)
+        rounds = 0
+        while not o.done:
+            rounds += o._returned.confirming
+            o.tell([1.0 + rest.standard_normal() for _ in o.ask()])
+        results.append((o.result(), rounds))
+    (first, rounds), (second, again) = results
+    assert rounds == again >= 1 and first.nfev == second.nfev <= 2000
+    assert first.fun == second.fun and np.array_equal(first.x, second.x)

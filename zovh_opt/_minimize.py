@@ -306,7 +306,8 @@ def minimize(
         first iteration), at the average of the recent centres and at the returned point.
         By default 1, and for a noisy objective 10 at each of those points but the returned
         one, which takes 1 % of the run's evaluations (1 % of ``maxfev`` where it ends the
-        run), 10 to 1000 (see *Noisy objectives* below).
+        run), 10 to 1000, and a close comparison with ``x0`` up to as many more (see *Noisy
+        objectives* below); given, every one of those blocks has this size.
     max_restarts : int, default 5
         Restarts after 10 iterations in a row without finite values, before the next such
         failure ends the run with status 3. Divergence of a fixed rate always restarts.
@@ -365,11 +366,12 @@ def minimize(
     noise the last steps left in the iterate: the candidate is the average unless the
     iterate's values are significantly the lower (ranks or medians), and ``x`` is the
     candidate where the mean and the median of its values are both below ``x0``'s, else
-    ``x0`` (where noise decided the step rule's comparisons the iterate can drift uphill),
-    ``fun`` the mean of
-    fresh values there (unbiased for the mean of ``fun`` at ``x``), ``fun_std_error`` its
-    standard error (the sample's) and ``noise_std`` the noise's standard deviation there; the
-    message says so. Those values are 1 % of the run's evaluations, 10 to 1000, unless
+    ``x0`` (where noise decided the step rule's comparisons the iterate can drift uphill;
+    where neither side is significantly the lower, both get more values, doubling, within 1 %
+    of the run), ``fun`` the mean of fresh values there (unbiased for the mean of ``fun`` at
+    ``x``), ``fun_std_error`` its standard error (the sample's) and ``noise_std`` the noise's
+    standard deviation there; the message says so. Those values are 1 % of the run's
+    evaluations (and what the comparison left of its 1 %), 10 to 1000, unless
     ``final_evaluations`` is given: ten values of a skewed noise rarely hold the large ones
     that carry its mean, and ``fun`` then lies beyond three of its standard errors far more
     often than the 1.6 % of ten normal values (lognormal values: 10 % at 10 values, 1.4 % at

@@ -34,11 +34,12 @@ __all__ = ["NoiseMonitor", "PROBE", "fresh_evaluations", "measurements", "repeat
 PROBE = 2  # values at x0 that tell a deterministic objective from a noisy one
 NOISY_EVALUATIONS = 10  # final_evaluations' default once the objective is noisy
 # values at the returned point (its fresh mean, ``fun``) where final_evaluations is left to
-# its default: FRESH_SHARE of maxfev reserved, from NOISY_EVALUATIONS up to FRESH_MAX (the
-# share of the evaluations made where the run ends earlier: `ReturnedPoint.final_size`). Ten
-# values of a skewed noise rarely hold the rare large ones that carry its mean, so fun and its
-# standard error both come out low: fun beyond 3 of them in 10 % of runs of lognormal noise
-# at 10 values, 1.3 % at 200 (`tools/noise_checks.py coverage`; docs' theory page)
+# its default: 1 % of maxfev reserved (one FRESH_SHARE-th), from NOISY_EVALUATIONS up to
+# FRESH_MAX, and as many for a close comparison with x0 (1 % of the evaluations made where the
+# run ends earlier: `ReturnedPoint.final_size`). Ten values of a skewed noise rarely hold the
+# rare large ones that carry its mean, so fun and its standard error both come out low: fun
+# beyond 3 of them in 10 % of runs of lognormal noise at 10 values, 1.4 % at 200
+# (`tools/noise_checks.py coverage`; docs' theory page, *The answer's sample*)
 FRESH_MAX = 1000
 RECHECK_FROM = 4  # the best point is evaluated again after iterations 4, 8, 16, 32, ...
 # a value measured again "repeats" within this many eps (of x's dtype) of it: a deterministic
@@ -61,8 +62,9 @@ def measurements(nit: int) -> int:
 
 def fresh_evaluations(maxfev: int) -> int:
     """The values a noisy run takes at its returned point where ``final_evaluations`` is
-    left to its default: `FRESH_SHARE` of ``maxfev``, `NOISY_EVALUATIONS` to `FRESH_MAX`."""
-    return min(FRESH_MAX, max(NOISY_EVALUATIONS, math.ceil(FRESH_SHARE * maxfev)))
+    left to its default: one `FRESH_SHARE`-th of ``maxfev``, `NOISY_EVALUATIONS` to
+    `FRESH_MAX`."""
+    return min(FRESH_MAX, max(NOISY_EVALUATIONS, -(-maxfev // FRESH_SHARE)))
 
 
 class NoiseMonitor:
@@ -90,8 +92,9 @@ class NoiseMonitor:
         self.mode = mode if mode != "auto" or adaptive else False
         self.eps = float(namespace_of(start).finfo(start.dtype).eps)  # of x, and of f
         self.evaluations = NOISY_EVALUATIONS if evaluations is None else evaluations
-        # values at the returned point
+        # values at the returned point, and those a close comparison with x0 may add
         self.fresh = fresh_evaluations(maxfev) if evaluations is None else evaluations
+        self.extension = self.fresh if evaluations is None else 0
         self.values: list[float] = []  # at x0
         self.detected = self.mode is True
         # x0, while a measurement or a late comparison with it may come (not with False)
@@ -163,6 +166,8 @@ class NoiseMonitor:
         measured = len(self.values)
         self.evaluations = max(measured, min(self.evaluations, (room + measured) // 3))
         self.fresh = max(self.evaluations, min(self.fresh, room + measured - 2 * self.evaluations))
+        left = room + measured - 2 * self.evaluations - self.fresh
+        self.extension = max(0, min(self.extension, left))
 
     def tell_start(self, method: Any, nit: int, f_unit: float) -> None:
         """At the first iteration (its batch is around ``x0``), give the ``method`` the value
@@ -210,7 +215,7 @@ class NoiseMonitor:
     def ends_noisy(self, returned: Any) -> None:
         """The ``returned`` point ends the run as a noisy one does: compared with ``x0``
         (its values so far), and measured afresh."""
-        returned.become_noisy(self.evaluations, self.start, self.values, self.fresh)
+        returned.become_noisy(self.evaluations, self.start, self.values, self.fresh, self.extension)
 
     def note(self) -> str:
         """What the message adds once ``"auto"`` found noise."""
@@ -228,6 +233,7 @@ class NoiseMonitor:
             "noise_detected": self.detected,
             "noise_evaluations": self.evaluations,
             "noise_fresh": self.fresh,
+            "noise_extension": self.extension,
             "noise_start": self.start,
             "noise_recheck": None if self.recheck is None else list(self.recheck),
             "noise_acted": self.acted,
@@ -245,6 +251,7 @@ class NoiseMonitor:
         self.evaluations = int(state["noise_evaluations"])
         # checkpoints before the returned point had its own sample size: as many as x0's
         self.fresh = int(state.get("noise_fresh", self.evaluations))
+        self.extension = int(state.get("noise_extension", 0))
         self.start = vector(state["noise_start"])
         recheck = state["noise_recheck"]
         self.recheck = None if recheck is None else (float(recheck[0]), vector(recheck[1]))

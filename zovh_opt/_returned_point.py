@@ -13,16 +13,21 @@
   removes the noise of the last steps, and lags a run that still descends). ``x`` is the
   candidate where both the mean and the median of its values are below ``x0``'s, else ``x0``
   (where the noise buried the slope the step rule accepts trials by chance and the iterate
-  can drift uphill; a skewed noise's sample mean can favour the worse point); then
-  fresh values at ``x``, which the choice never saw, give ``fun``, unbiased, its standard
-  error ``fun_std_error`` and the noise's standard deviation there, ``noise_std``: as many as
-  ``final_evaluations`` where it is given, else 1 % of the run's evaluations (1 % of
-  ``maxfev`` where it ends the run; 10 to 1000: `FRESH_SHARE`,
-  `zovh_opt._noise.fresh_evaluations`), because ten values of a skewed noise rarely hold the
-  large ones that carry its mean and its standard error. NaN and inf values are missing data
-  in both: left out of the means, and a side with no finite value loses. (Checkpoints
-  written before ``x0`` was measured at the start measure it at the end, beside the final
-  iterate.)
+  can drift uphill; a skewed noise's sample mean can favour the worse point). Where neither
+  side's values are significantly the lower (`significantly_lower`, both ways) and they vary,
+  the comparison is close: rounds add as many values at the candidate and at ``x0`` as each
+  side has (doubling them) until one side is significantly the lower or the rounds' share is
+  spent, and then decide by all of them (`confirming`, `_round`). Then fresh values at ``x``,
+  which the choice never saw, give ``fun``, unbiased, its standard error ``fun_std_error``
+  and the noise's standard deviation there, ``noise_std``. Where ``final_evaluations`` is
+  left to its default, the rounds may take 1 % of the run's evaluations and the fresh
+  sample takes 1 % and what the rounds left (each 1 % of ``maxfev`` where it ends the run;
+  10 to 1000: `FRESH_SHARE`, `zovh_opt._noise.fresh_evaluations`), because ten values of a
+  skewed noise rarely hold the large ones that carry its mean: they order two points wrongly
+  and understate ``fun`` and its standard error; a given ``final_evaluations`` is every
+  block's size, with no rounds. NaN and inf values are missing data throughout: left out of
+  the means, and a side with no finite value loses. (Checkpoints written before ``x0`` was
+  measured at the start measure it at the end, beside the final iterate.)
 """
 
 from __future__ import annotations
@@ -38,9 +43,10 @@ from ._robust import scale as robust_scale
 
 __all__ = ["FRESH_SHARE", "ReturnedPoint", "SIGNIFICANCE", "finite_mean", "mean", "sample_std"]
 
-# the share of a noisy run's evaluations at its returned point where final_evaluations is left
-# to its default (`zovh_opt._noise.fresh_evaluations`)
-FRESH_SHARE = 0.01
+# one in this many of a noisy run's evaluations goes to the fresh values at its returned point
+# where final_evaluations is left to its default, and at most as many to a close comparison
+# with x0 (`zovh_opt._noise.fresh_evaluations`; docs' theory page, *The answer's sample*)
+FRESH_SHARE = 100  # 1 %
 SIGNIFICANCE = 2.0  # standard deviations by which the final iterate must beat the average
 MEDIAN_ERROR = 1.2533  # a normal sample median's standard error over the mean's, sqrt(pi / 2)
 
@@ -125,6 +131,10 @@ class ReturnedPoint:
         self.noisy = noisy
         self.per_point = final_evaluations
         self.fresh = final_evaluations  # values at the returned point
+        self.extension = 0  # values a close comparison with x0 may add, both sides together
+        self.ended_at: int | None = None  # the run's evaluations before its end (noisy)
+        self.more_candidate: list[float] = []  # those values, at the candidate
+        self.more_start: list[float] = []  # and at x0
         self.xp = xp
         self.best: tuple[float, Any] | None = None  # lowest finite evaluated value, its point
         self.start = start if noisy else None
@@ -134,12 +144,13 @@ class ReturnedPoint:
         self.final_values: list[float] | None = None
 
     def become_noisy(
-        self, evaluations: int, start: Any, start_values: list[float], fresh: int
+        self, evaluations: int, start: Any, start_values: list[float], fresh: int, extension: int
     ) -> None:
         """The objective is noisy: end with the comparison with ``x0``, whose values are
-        ``start_values``, of ``evaluations`` values a point, and a fresh mean of ``fresh``
-        values."""
+        ``start_values``, of ``evaluations`` values a point and up to ``extension`` more where
+        it is close, and a fresh mean of ``fresh`` values."""
         self.noisy, self.per_point, self.fresh = True, evaluations, fresh
+        self.extension = extension
         self.start, self.start_values = start, list(start_values)
 
     def follow(self, method: Any) -> None:
@@ -152,12 +163,12 @@ class ReturnedPoint:
     def reserve(self) -> int:
         """Evaluations after the last iteration: ``final_evaluations``; for a noisy objective
         as many at the final iterate, the average of the centres (where the next iteration
-        makes one) and ``x0`` where it was not measured at the start, and the fresh ones at
-        the returned point."""
+        makes one) and ``x0`` where it was not measured at the start, those a close
+        comparison may add, and the fresh ones at the returned point."""
         if not self.noisy:
             return self.per_point
         blocks = 1 + (self.average.count > 0) + (self.start_values is None)
-        return self.per_point * blocks + self.fresh
+        return self.per_point * blocks + self.extension + self.fresh
 
     @property
     def comparing(self) -> bool:
@@ -170,15 +181,31 @@ class ReturnedPoint:
         return blocks + (["start"] if self.start_values is None else [])
 
     def final_size(self, spent: int) -> int:
-        """The number of points of the next final ask, after ``spent`` evaluations: the
-        last, at the returned point, makes `FRESH_SHARE` of the run's evaluations (``spent``
-        and its own), at least ``final_evaluations`` and at most the ``fresh`` reserved for
-        it: all of those where ``maxfev`` ended the run, fewer where ``maxiter``, ``maxtime``
-        or a tolerance ended it earlier."""
+        """The number of points of the next final ask, after ``spent`` evaluations (the
+        first records them: the run's before its end, `ended_at`)."""
         if self.comparing:
+            self.ended_at = spent
             return self.per_point * len(self._blocks())
-        share = math.ceil(spent * FRESH_SHARE / (1 - FRESH_SHARE))
-        return min(self.fresh, max(self.per_point, share))
+        if self.confirming:
+            return 2 * self._round()
+        if self.ended_at is None:  # a deterministic run; or a checkpoint from before the share
+            return self.fresh
+        used = len(self.more_candidate) + len(self.more_start)
+        return min(self.fresh, self._share()) + self._extension() - used
+
+    def _share(self) -> int:
+        """One `FRESH_SHARE`-th of the run's evaluations (those before its end, `ended_at`,
+        and the end's two shares), at least ``final_evaluations``: what the fresh sample at
+        the returned point takes, and at most what a close comparison with ``x0`` adds (both
+        within what was reserved for them: all of it where ``maxfev`` ended the run, less
+        where ``maxiter``, ``maxtime`` or a tolerance ended it earlier)."""
+        share = -(-self.ended_at // (FRESH_SHARE - 2))  # of ended_at and the 2 shares
+        return max(self.per_point, share)
+
+    def _extension(self) -> int:
+        """The values a close comparison with ``x0`` may add in all: its reserve, within the
+        run's share (`_share`); what it leaves goes to the fresh sample."""
+        return 0 if self.ended_at is None else min(self.extension, self._share())
 
     def _values(self, block: str) -> list[float]:
         """The comparison's values at ``block`` (``x0``'s: measured at the start, or there)."""
@@ -195,9 +222,36 @@ class ReturnedPoint:
         iterate = self._values("iterate")
         return "iterate" if significantly_lower(iterate, self._values("average")) else "average"
 
+    def _sample(self, block: str) -> list[float]:
+        """All the values at ``block`` (the candidate's or ``"start"``) the comparison with
+        ``x0`` has: its first and those its rounds added."""
+        more = self.more_start if block == "start" else self.more_candidate
+        return self._values(block) + more
+
+    def _round(self) -> int:
+        """The values a side of the next round of the comparison with ``x0``: as many as each
+        side has (the sample doubles), within the extension left; 0 where one side's values
+        lie significantly below the other's (`significantly_lower`), or neither side varies
+        (an exact objective), or the extension is spent."""
+        if self.compared is None or self.start is None:
+            return 0
+        start, candidate = self._sample("start"), self._sample(self.candidate())
+        if significantly_lower(candidate, start) or significantly_lower(start, candidate):
+            return 0
+        if sample_std(start) == 0 and sample_std(candidate) == 0:
+            return 0
+        left = self._extension() - len(self.more_candidate) - len(self.more_start)
+        return min(len(candidate), left // 2)
+
+    @property
+    def confirming(self) -> bool:
+        """Whether the next final ask adds values at the candidate and at ``x0``: the
+        comparison is close (`_round`)."""
+        return self.compared is not None and self.final_values is None and self._round() > 0
+
     def chose_start(self) -> bool:
         """Whether the comparison keeps the start: the mean or the median of its finite
-        values below the candidate's.
+        values below the candidate's (with the values a close comparison added).
 
         The run minimises the mean, but ten values of a skewed noise rarely hold the large
         ones that carry it: a point farther from the optimum can show the lower sample mean
@@ -207,7 +261,7 @@ class ReturnedPoint:
         """
         if self.compared is None:
             return False
-        start, final = self._values("start"), self._values(self.candidate())
+        start, final = self._sample("start"), self._sample(self.candidate())
         if finite_mean(start) < finite_mean(final):
             return True
         return finite_median(start) < finite_median(final)
@@ -219,7 +273,12 @@ class ReturnedPoint:
     def final_point(self, i: int, iterate: Callable[[], Any], to_user: Callable) -> Any:
         """Point ``i`` of the final ask (a new array): the final iterate (``iterate()``), the
         average of the centres or the start for the comparison, or the point it chose."""
-        block = self._blocks()[i // self.per_point] if self.comparing else self.chosen()
+        if self.comparing:
+            block = self._blocks()[i // self.per_point]
+        elif self.confirming:
+            block = self.candidate() if i < self._round() else "start"
+        else:
+            block = self.chosen()
         if block == "start":
             return to_user(self.start)
         if block == "average":
@@ -249,9 +308,16 @@ class ReturnedPoint:
 
     def take_final(self, values: list[float]) -> tuple[bool, str]:
         """The values of a final ask: whether the run is done, and what the message adds."""
-        if self.comparing:
-            self.compared = list(values)  # the next final ask measures the choice
-            chosen = self.chosen()
+        if self.comparing or self.confirming:
+            if self.comparing:
+                self.compared = list(values)
+            else:
+                half = len(values) // 2
+                self.more_candidate += values[:half]
+                self.more_start += values[half:]
+            if self.confirming:  # close: more values at both
+                return False, ""
+            chosen = self.chosen()  # the next final ask measures the choice
             if chosen == "start":
                 what = "final iterate" if self.candidate() == "iterate" else "centres' average"
                 return False, f" The {what}'s mean value was above the start's: x is the start."
@@ -286,6 +352,9 @@ class ReturnedPoint:
             "start": self.start,
             "start_values": self.start_values,
             "compared": self.compared,
+            "more_candidate": self.more_candidate,
+            "more_start": self.more_start,
+            "ended_at": self.ended_at,
             "centre_average": self.average.state(),
         }
 
@@ -298,6 +367,10 @@ class ReturnedPoint:
         start, compared = state.get("start"), state.get("compared")
         self.start = None if start is None else vector(start)
         self.compared = None if compared is None else [float(v) for v in compared]
+        # checkpoints before a close comparison could add values have none
+        self.more_candidate = [float(v) for v in state.get("more_candidate", [])]
+        self.more_start = [float(v) for v in state.get("more_start", [])]
+        self.ended_at = state.get("ended_at")
         self.average.load_state(state.get("centre_average"), vector)
         start_values = state.get("start_values")
         self.start_values = None if start_values is None else [float(v) for v in start_values]
