@@ -39,7 +39,7 @@ NOISY_EVALUATIONS = 10  # final_evaluations' default once the objective is noisy
 # run ends earlier: `ReturnedPoint.final_size`). Ten values of a skewed noise rarely hold the
 # rare large ones that carry its mean, so fun and its standard error both come out low: fun
 # beyond 3 of them in 10 % of runs of lognormal noise at 10 values, 1.4 % at 200
-# (`tools/noise_checks.py coverage`; docs' theory page, *The answer's sample*)
+# (`tools/noise_checks.py coverage`; docs' theory page, *The end's samples*)
 FRESH_MAX = 1000
 RECHECK_FROM = 4  # the best point is evaluated again after iterations 4, 8, 16, 32, ...
 # a value measured again "repeats" within this many eps (of x's dtype) of it: a deterministic
@@ -78,8 +78,8 @@ class NoiseMonitor:
         Whether the run has the step rule (``"auto"`` measures only then).
     evaluations : int or None
         Values at ``x0`` (and at each point the end compares and at the returned point)
-        once the objective is noisy; ``None``: 10 (and `fresh_evaluations` at the returned
-        point).
+        once the objective is noisy; ``None``: 10, and `fresh_evaluations` at the returned
+        point and as many for a close comparison with ``x0``.
     start : array
         ``x0`` in the run's coordinates (steps make new arrays: a reference).
     maxfev : int

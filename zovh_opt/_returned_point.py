@@ -45,7 +45,7 @@ __all__ = ["FRESH_SHARE", "ReturnedPoint", "SIGNIFICANCE", "finite_mean", "mean"
 
 # one in this many of a noisy run's evaluations goes to the fresh values at its returned point
 # where final_evaluations is left to its default, and at most as many to a close comparison
-# with x0 (`zovh_opt._noise.fresh_evaluations`; docs' theory page, *The answer's sample*)
+# with x0 (`zovh_opt._noise.fresh_evaluations`; docs' theory page, *The end's samples*)
 FRESH_SHARE = 100  # 1 %
 SIGNIFICANCE = 2.0  # standard deviations by which the final iterate must beat the average
 MEDIAN_ERROR = 1.2533  # a normal sample median's standard error over the mean's, sqrt(pi / 2)
