@@ -17,7 +17,7 @@
   side's values are significantly the lower (`significantly_lower`, both ways) and they vary,
   the comparison is close: rounds add as many values at the candidate and at ``x0`` as each
   side has (doubling them) until one side is significantly the lower or the rounds' share is
-  spent, and then decide by all of them (`confirming`, `_round`). Then fresh values at ``x``,
+  spent, and then decide by all of them (`_settle`, `_next_round`). Then fresh values at ``x``,
   which the choice never saw, give ``fun``, unbiased, its standard error ``fun_std_error``
   and the noise's standard deviation there, ``noise_std``. Where ``final_evaluations`` is
   left to its default, the rounds may take 1 % of the run's evaluations and the fresh
@@ -135,6 +135,8 @@ class ReturnedPoint:
         self.ended_at: int | None = None  # the run's evaluations before its end (noisy)
         self.more_candidate: list[float] = []  # those values, at the candidate
         self.more_start: list[float] = []  # and at x0
+        self.round = 0  # values a side of the close comparison's next round (`_settle`)
+        self.choice: str | None = None  # the candidate it measures, then what it returns
         self.xp = xp
         self.best: tuple[float, Any] | None = None  # lowest finite evaluated value, its point
         self.start = start if noisy else None
@@ -187,7 +189,7 @@ class ReturnedPoint:
             self.ended_at = spent
             return self.per_point * len(self._blocks())
         if self.confirming:
-            return 2 * self._round()
+            return 2 * self.round
         if self.ended_at is None:  # a deterministic run; or a checkpoint from before the share
             return self.fresh
         used = len(self.more_candidate) + len(self.more_start)
@@ -228,7 +230,7 @@ class ReturnedPoint:
         more = self.more_start if block == "start" else self.more_candidate
         return self._values(block) + more
 
-    def _round(self) -> int:
+    def _next_round(self) -> int:
         """The values a side of the next round of the comparison with ``x0``: as many as each
         side has (the sample doubles), within the extension left; 0 where one side's values
         lie significantly below the other's (`significantly_lower`), or neither side varies
@@ -243,11 +245,23 @@ class ReturnedPoint:
         left = self._extension() - len(self.more_candidate) - len(self.more_start)
         return min(len(candidate), left // 2)
 
+    def _settle(self) -> None:
+        """After the comparison's values or a round's: the size of the next round
+        (`_next_round`) and the candidate it measures beside ``x0``, or, with none to come,
+        what the comparison returns. Derived from the values, once per ask: every point of
+        the next ask reads them."""
+        candidate = self.candidate()
+        self.round = self._next_round()
+        if self.round:
+            self.choice = candidate
+        else:
+            self.choice = "start" if self.chose_start() else candidate
+
     @property
     def confirming(self) -> bool:
         """Whether the next final ask adds values at the candidate and at ``x0``: the
-        comparison is close (`_round`)."""
-        return self.compared is not None and self.final_values is None and self._round() > 0
+        comparison is close (`_settle`)."""
+        return self.round > 0 and self.final_values is None
 
     def chose_start(self) -> bool:
         """Whether the comparison keeps the start: the mean or the median of its finite
@@ -268,6 +282,8 @@ class ReturnedPoint:
 
     def chosen(self) -> str:
         """What the comparison returns: ``"start"``, ``"average"`` or ``"iterate"``."""
+        if self.choice is not None and not self.round:  # settled
+            return self.choice
         return "start" if self.chose_start() else self.candidate()
 
     def final_point(self, i: int, iterate: Callable[[], Any], to_user: Callable) -> Any:
@@ -276,7 +292,7 @@ class ReturnedPoint:
         if self.comparing:
             block = self._blocks()[i // self.per_point]
         elif self.confirming:
-            block = self.candidate() if i < self._round() else "start"
+            block = self.choice if i < self.round else "start"
         else:
             block = self.chosen()
         if block == "start":
@@ -315,9 +331,10 @@ class ReturnedPoint:
                 half = len(values) // 2
                 self.more_candidate += values[:half]
                 self.more_start += values[half:]
+            self._settle()
             if self.confirming:  # close: more values at both
                 return False, ""
-            chosen = self.chosen()  # the next final ask measures the choice
+            chosen = self.choice  # the next final ask measures it
             if chosen == "start":
                 what = "final iterate" if self.candidate() == "iterate" else "centres' average"
                 return False, f" The {what}'s mean value was above the start's: x is the start."
@@ -374,3 +391,5 @@ class ReturnedPoint:
         self.average.load_state(state.get("centre_average"), vector)
         start_values = state.get("start_values")
         self.start_values = None if start_values is None else [float(v) for v in start_values]
+        if self.compared is not None:
+            self._settle()

@@ -344,7 +344,13 @@ def run(args: argparse.Namespace) -> int:
     )
     if data["noisy=True less the default"]:
         report.table(
-            ["noise model", "median difference", "better by > 0.1", "worse by > 0.1", "runs"],
+            [
+                "noise model",
+                "median difference",
+                f"better by > {LEVEL}",
+                f"worse by > {LEVEL}",
+                "runs",
+            ],
             [
                 [m, fmt(v["median"], 2), v["better"], v["worse"], v["runs"]]
                 for m, v in data["noisy=True less the default"].items()
