@@ -9,8 +9,10 @@ driver never looks inside the estimators: it sees points, values, the iterate an
 numbers per step.
 
 A run measures ``x0`` where it asks whether the objective is noisy (`zovh_opt._noise`), then
-iterates until a stopping rule fires, then makes the final ask (for a noisy objective two: the
-final iterate and the average of its centres, then the chosen point). ``x0`` is copied, and
+iterates until a stopping rule fires (a noisy run measures its centre every 40 iterations
+against its best measured point, `zovh_opt._drift`; such asks: `zovh_opt._measurements`),
+then makes the final ask (for a noisy objective two: the final iterate and the average of its
+centres, then the chosen point). ``x0`` is copied, and
 every array handed out is new and never read again. When ``fun`` raises inside
 `Optimizer.run`, the ask stays pending with the values obtained (``run`` again evaluates the
 rest; ``tell`` or ``discard`` also close it); a Ctrl-C ends ``run`` with status 6, and ``run``
@@ -31,8 +33,10 @@ import numpy as np
 from scipy.optimize import OptimizeResult
 
 from . import _checkpoint
+from . import _measurements as measurements
 from ._backend import DirectionSource, namespace_of, to_host_floats
 from ._coordinates import Coordinates
+from ._drift import DriftCheck
 from ._driver_options import checked_method, run_options, validated_x0
 from ._gradient_phase import (
     GRADIENT,
@@ -42,11 +46,11 @@ from ._gradient_phase import (
     phase_fields,
     plan_phase,
     resume_phase,
-    start_phase,
     tell_phase,
 )
 from ._interrupts import deferred_interrupts
-from ._methods import build, rebuilt_for_noise
+from ._measurements import MEASURE
+from ._methods import build
 from ._noise import NoiseMonitor
 from ._reporting import Trace
 from ._returned_point import ReturnedPoint, mean
@@ -64,8 +68,6 @@ from ._stopping import (
 from ._version import __version__
 
 __all__ = ["Optimizer"]
-
-MEASURE = "measure"  # the phase that evaluates x0, or the best point, again (`_noise`)
 
 
 def _exclusive(method: Callable[..., Any]) -> Callable[..., Any]:
@@ -150,6 +152,7 @@ class Optimizer:
             noisy=noisy is True, first_step=self._coordinates.first_step)  # fmt: skip
         adaptive = self._step.control is not None
         self._noise = NoiseMonitor(noisy, adaptive, final, self._step.x, maxfev)
+        self._drift = DriftCheck()  # a noisy run's centre against its best measured point
         self._returned = ReturnedPoint(False, final or 1, None, self.xp)
         if self._noise.detected:  # noisy=True: the end of a noisy run from the start
             self._noise.ends_noisy(self._returned)
@@ -360,8 +363,8 @@ class Optimizer:
                 self.stop(*spent)
         if self._phase == "final":
             n = self._returned.final_size(self._told)
-        elif self._phase == MEASURE:
-            n = self._noise.size()
+        elif self._phase in measurements.PHASES:
+            n = measurements.size(self)
         elif self._phase == GRADIENT:
             n = self._quasi_newton.size()
         else:
@@ -377,8 +380,8 @@ class Optimizer:
         """Point ``i`` of the pending ask, as a new array."""
         if self._pending == "final":
             return self._returned.final_point(i, lambda: self.x, self._coordinates.to_user)
-        if self._pending == MEASURE:
-            return self._noise.point(self._coordinates.to_user)
+        if self._pending in measurements.PHASES:
+            return measurements.point(self)
         source = self._quasi_newton.point if self._pending == GRADIENT else self._step.pending_point
         if not self._coordinates.identity:
             return self._coordinates.to_user(source(i))
@@ -409,8 +412,8 @@ class Optimizer:
             if done:
                 self._phase = "done"
             return
-        if phase == MEASURE:
-            self._measured(values)
+        if phase in measurements.PHASES:
+            measurements.tell(self, phase, values)
             return
         if phase == GRADIENT:
             tell_phase(self, values)
@@ -425,22 +428,7 @@ class Optimizer:
                 self._restart(failure, diverged=False)
             return
         self._iteration(values, f_estimate)
-        room = self.options["maxfev"] - self._told - self._step.points_per_iteration
-        ok = self._phase == "iterate" and room > self._returned.reserve
-        self._noise.recheck_due(self.nit, self._returned.best, affordable=ok)
-        self._phase = MEASURE if ok and not self._noise.done else self._phase
-
-    def _measured(self, values: list[float]) -> None:
-        """Values at ``x0`` or the best point (`zovh_opt._noise`); the parts act on noise."""
-        room = self.options["maxfev"] - self._told - self._step.points_per_iteration
-        self._noise.take(values, room)
-        if self._noise.done:
-            if self._noise.detected and self.nit == 0 and not self._noise.acted:  # at x0
-                args = self.method, self._step, self._method_options, self.options["maxfev"]
-                self._step, self._method_options = rebuilt_for_noise(*args)
-            self._noise.act(self._returned, self._stopping, self._step)
-            self._phase = "iterate"
-            start_phase(self, measured=True)
+        measurements.after_iteration(self)  # the best point or the centre measured next
 
     def _iteration(self, values: list[float], f_estimate: float) -> None:
         """An iteration with finite values: the method's step (unless diverging), the rules."""

@@ -135,7 +135,7 @@ class Safeguard:
         else:
             method.shorten(BACKOFF)
             rate = method.learning_rate
-        self._record(nit, nfev, reason, cause, rate)
+        self.record(nit, nfev, reason, cause, rate)
         stopping.forget_windows()
         return None
 
@@ -147,10 +147,11 @@ class Safeguard:
             return False
         method.shorten(STALL_FACTOR, stalled=True)
         reason = f"the f estimates stalled (ftol); steps {STALL_FACTOR:g} times as long"
-        self._record(nit, nfev, reason, "stall", method.learning_rate)
+        self.record(nit, nfev, reason, "stall", method.learning_rate)
         return True
 
-    def _record(self, nit: int, nfev: int, reason: str, cause: str, rate: float) -> None:
+    def record(self, nit: int, nfev: int, reason: str, cause: str, rate: float) -> None:
+        """One more entry of ``restarts`` (a return from a drift is one: `zovh_opt._drift`)."""
         self.restarts.append(
             {"nit": nit, "nfev": nfev, "reason": reason, "cause": cause, "learning_rate": rate}
         )

@@ -370,6 +370,12 @@ class AskTellMethod(BuildChoices, PendingPoints):
             self._set_smoothing(self.control.smoothing)
         self.amplification = 1.0
 
+    def return_to(self, x: Any, factor: float) -> None:
+        """Step rule "auto": start afresh from ``x`` (copied) as the centre, with steps
+        ``factor`` times as long, from a measurement of it (`shorten`)."""
+        self._centre = self.space.copy_in(x)
+        self.shorten(factor)
+
     def widen(self, factor: float) -> None:
         """Before the first ``ask``: with the step rule and ``smoothing="auto"``, query
         ``factor`` times as far from the centre, relative to the steps, as the rule's
