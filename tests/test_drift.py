@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 import zovh_opt
 from zovh_opt._centre_average import CentreAverage
@@ -139,3 +140,25 @@ def test_a_checkpoint_written_before_the_checks_starts_them_afresh():
     drift = DriftCheck()
     drift.load_state({}, lambda a: a)
     assert (drift.iterations, drift.best, drift.pending, drift.centre) == (0, None, None, None)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_the_checks_points_are_like_x0(backend, dtype):
+    """The centre (and the best point measured afresh) are asked as arrays of x0's
+    namespace, dtype and device, every value of the ask at one point."""
+    import array_api_compat
+
+    x0 = backend.asarray(np.ones(10), dtype=dtype)
+    f, _ = drifting(0)
+    opt = zovh_opt.Optimizer(x0, rng=0, options={"maxfev": 10_000})
+    checks = 0
+    while not opt.done:
+        points = opt.ask()
+        if opt._pending == "check":
+            checks += 1
+            assert type(points) is type(x0) and points.dtype == x0.dtype
+            assert array_api_compat.device(points) == array_api_compat.device(x0)
+            rows = backend.to_numpy(points)
+            assert len(rows) == opt._step.points_per_iteration and (rows == rows[0]).all()
+        opt.tell([f(p) for p in backend.to_numpy(points)])
+    assert checks >= 3

@@ -114,7 +114,8 @@ def minimize(
         ``nfev`` (every evaluation, the final one at the last iterate included), ``status``,
         ``success``, ``message``; ``iteration`` (what ran: the method's name, or for
         ``"zovh"`` Algorithm 1 or the full or diagonal curvature model); ``learning_rate``
-        (the rate at the end), ``restarts`` (one dict per safeguard restart),
+        (the rate at the end), ``restarts`` (one dict per safeguard restart or
+        return from a noisy run's drift),
         ``failed_evaluations`` (values that were NaN or +-inf), ``trace`` (per iteration
         ``nit``, ``nfev`` and ``fun``, the mean
         of that iteration's values, for plotting).
@@ -377,9 +378,12 @@ def minimize(
     often than the 1.6 % of ten normal values (lognormal values: 10 % at 10 values, 1.4 % at
     200). During the run
     the batches are read with robust statistics (medians, clipped differences: outliers), the
-    smoothing radius is kept above the noise,
-    and ``ftol``, ``xtol`` and ``flat_iterations`` left ``"auto"`` are off (discrete noise
-    repeats values by chance): a noisy run ends by its budget,
+    smoothing radius is kept above the noise, every 40 iterations the step rule's centre is
+    measured against the best point measured so far (at first ``x0``) and where it drifted
+    significantly above it the run goes back there with shorter steps (a ``restarts`` entry
+    with cause ``"drift"``; 2.5 % of the budget), and ``ftol``, ``xtol`` and
+    ``flat_iterations`` left ``"auto"`` are off (discrete noise repeats values by chance): a
+    noisy run ends by its budget,
     ``ftarget`` or the tolerances the user set (docs: *Noisy objectives*).
 
     With a float ``learning_rate``, ``K = 3``, ``N = 4``, ``mu = 0.1`` and ``lambda = 0.1``

@@ -12,8 +12,8 @@ A run measures ``x0`` where it asks whether the objective is noisy (`zovh_opt._n
 iterates until a stopping rule fires (a noisy run measures its centre every 40 iterations
 against its best measured point, `zovh_opt._drift`; such asks: `zovh_opt._measurements`),
 then makes the final ask (for a noisy objective two: the final iterate and the average of its
-centres, then the chosen point). ``x0`` is copied, and
-every array handed out is new and never read again. When ``fun`` raises inside
+centres, then the chosen point). ``x0`` is copied, and every array handed out is new and never
+read again. When ``fun`` raises inside
 `Optimizer.run`, the ask stays pending with the values obtained (``run`` again evaluates the
 rest; ``tell`` or ``discard`` also close it); a Ctrl-C ends ``run`` with status 6, and ``run``
 again continues. Calls from a second thread while one is inside ``ask``, ``tell``,

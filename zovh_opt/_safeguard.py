@@ -23,7 +23,9 @@
   safeguard is asked: `zovh_opt._gradient_phase.resume_phase`.)
 
 Each restart is a record of ``result().restarts``: ``nit``, ``nfev``, ``reason``, ``cause``
-and ``learning_rate`` (the rate after it).
+and ``learning_rate`` (the rate after it). A noisy run's return to its best measured point
+is recorded there too (``cause``: ``"drift"``; `zovh_opt._drift`), and counts for none of
+the limits above.
 """
 
 from __future__ import annotations
