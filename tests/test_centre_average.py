@@ -69,6 +69,7 @@ def test_the_comparison_returns_the_average_the_iterate_or_the_start():
     assert comparison(level, level, lower) == "start"  # either candidate against x0
 
 
+@pytest.mark.slow  # 16 runs, 5 s: in CI's slow run, out of the README's two minutes
 def test_a_noisy_sphere_returns_the_average_closer_than_its_final_iterate(run_to_end):
     """d = 100, sigma = 1, ``100 d`` evaluations (noise found at x0): the last steps' noise
     leaves the final iterate at f = 0.21-0.86 over these seeds (median 0.37), the average at

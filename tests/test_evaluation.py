@@ -112,6 +112,7 @@ def test_workers_one_is_serial():
     assert res.nit == 20  # a lambda cannot be pickled, so no pool was used
 
 
+@pytest.mark.slow  # 4 s: in CI's slow run, out of the README's two minutes
 def test_dask_local_cluster_as_map_like():
     distributed = pytest.importorskip("distributed")
     with (

@@ -89,6 +89,7 @@ def test_without_held_directions_the_peak_is_a_small_multiple_of_d():
     assert res.nfev == 5 * 2 * default_pairs(d) + 4 and peak <= bound, (peak, bound)
 
 
+@pytest.mark.slow  # 7 s: in CI's slow run, out of the README's two minutes
 @pytest.mark.parametrize("dtype", ["float64", "float32"])
 def test_threads_do_not_change_the_run(monkeypatch, dtype):
     """Rows drawn side by side (points two at a time, spans a span ahead) are the rows drawn

@@ -95,6 +95,7 @@ def test_diagonal_inverse_in_low_dimension_warns():
         zovh_opt.Optimizer(np.ones(20), options={**off, "history": 2})
 
 
+@pytest.mark.slow  # 11 s: in CI's slow run, out of the README's two minutes
 @pytest.mark.parametrize(
     "problem, method, grid",
     [
