@@ -10,6 +10,7 @@ from zovh_opt._centre_average import CentreAverage
 from zovh_opt._drift import CHECK_EVERY, RETURN_FACTOR, DriftCheck
 
 SIZE = 8  # values per measurement in the unit tests
+ROOM = 10**6  # evaluations the budget leaves
 
 
 class Method:
@@ -61,9 +62,9 @@ def test_a_drifted_centre_returns_to_the_best_point_once_its_fresh_values_confir
     rng = np.random.default_rng(1)
     drift, method, returned = DriftCheck(), Method([3.0, 3.0]), Returned(rng.normal(size=10))
     assert checked(drift, method, returned)
-    assert drift.take(list(10 + rng.normal(size=SIZE)), method, returned) is None
+    assert drift.take(list(10 + rng.normal(size=SIZE)), method, returned, ROOM) is None
     assert np.array_equal(drift.pending, returned.start)  # the best point, measured afresh
-    reason = drift.take(list(rng.normal(size=SIZE)), method, returned)
+    reason = drift.take(list(rng.normal(size=SIZE)), method, returned, ROOM)
     assert "drift" in reason and drift.returns == 1 and drift.pending is None
     point, factor = method.returned_to
     assert np.array_equal(point, returned.start) and factor == RETURN_FACTOR
@@ -75,19 +76,27 @@ def test_a_return_needs_the_best_points_fresh_values_and_a_lower_centre_is_the_n
     drift, method, returned = DriftCheck(), Method([3.0, 3.0]), Returned(rng.normal(size=10))
     assert checked(drift, method, returned)
     centre_values = list(10 + rng.normal(size=SIZE))
-    drift.take(centre_values, method, returned)
+    drift.take(centre_values, method, returned, ROOM)
     fresh = list(20 + rng.normal(size=SIZE))  # x0's kept values were low by chance
-    assert drift.take(fresh, method, returned) is None and method.returned_to is None
+    assert drift.take(fresh, method, returned, ROOM) is None and method.returned_to is None
     assert np.array_equal(drift.best[0], method.centre) and drift.best[1] == centre_values
     method.centre = np.asarray([5.0, 5.0])
     assert checked(drift, method, returned)
     lower = list(rng.normal(size=SIZE))
-    assert drift.take(lower, method, returned) is None and drift.pending is None
+    assert drift.take(lower, method, returned, ROOM) is None and drift.pending is None
     assert np.array_equal(drift.best[0], [5.0, 5.0]) and drift.best[1] == lower
     method.centre = np.asarray([6.0, 6.0])
     assert checked(drift, method, returned)
-    assert drift.take(list(rng.normal(size=SIZE)), method, returned) is None  # level: none
+    assert drift.take(list(rng.normal(size=SIZE)), method, returned, ROOM) is None  # level: none
     assert np.array_equal(drift.best[0], [5.0, 5.0]) and drift.pending is None
+
+
+def test_no_fresh_measurement_where_the_budget_cannot_pay_for_it():
+    rng = np.random.default_rng(3)
+    drift, method, returned = DriftCheck(), Method([3.0, 3.0]), Returned(rng.normal(size=10))
+    assert checked(drift, method, returned)
+    assert drift.take(list(10 + rng.normal(size=SIZE)), method, returned, SIZE - 1) is None
+    assert drift.pending is None and drift.centre is None and method.returned_to is None
 
 
 def drifting(seed, d=10):

@@ -76,15 +76,16 @@ class DriftCheck:
         """The point of the pending measurement, a new array."""
         return namespace_of(self.pending).asarray(self.pending, copy=True)
 
-    def take(self, values: list[float], method: Any, returned: Any) -> str | None:
+    def take(self, values: list[float], method: Any, returned: Any, room: int) -> str | None:
         """The values of the pending measurement: of the centre, then where the best point's
-        kept values are significantly the lower, of the best point afresh (kept values won a
-        comparison, and a winner's values are biased low). Returns the reason of a return to
+        kept values are significantly the lower (and the ``room`` the budget leaves beside
+        the next iteration and the end pays for it), of the best point afresh (kept values won
+        a comparison, and a winner's values are biased low). Returns the reason of a return to
         the best point, for the record of restarts, or ``None``."""
         point, self.pending = self.pending, None
         best, best_values = self.best
         if self.centre is None:  # the centre's values
-            if significantly_lower(best_values, values):
+            if room >= self.size and significantly_lower(best_values, values):
                 self.centre = (point, list(values))
                 self.pending = best  # measured afresh before the run goes back
             elif significantly_lower(values, best_values):

@@ -35,7 +35,8 @@ def tell(run: Any, phase: str, values: list[float]) -> None:
     for it. At a noisy run's centre: back to the best point where it drifted (the return is
     one of the run's ``restarts``)."""
     if phase == CHECK:
-        reason = run._drift.take(values, run._step, run._returned)
+        room = run.options["maxfev"] - run._told - run._step.points_per_iteration
+        reason = run._drift.take(values, run._step, run._returned, room - run._returned.reserve)
         if reason is not None:
             run._safeguard.record(run.nit, run._told, reason, "drift", run.learning_rate)
         run._phase = "iterate" if run._drift.pending is None else CHECK  # or the best afresh
