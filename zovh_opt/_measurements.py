@@ -17,6 +17,11 @@ MEASURE = "measure"  # the phase that evaluates x0, or the best point, again (`_
 PHASES = (MEASURE, CHECK)
 
 
+def _room(run: Any) -> int:
+    """The evaluations ``maxfev`` leaves ``run`` after its next iteration."""
+    return run.options["maxfev"] - run._told - run._step.points_per_iteration
+
+
 def size(run: Any) -> int:
     """The number of values the measurement of ``run``'s phase asks for."""
     return run._noise.size() if run._phase == MEASURE else run._drift.size
@@ -35,14 +40,14 @@ def tell(run: Any, phase: str, values: list[float]) -> None:
     for it. At a noisy run's centre: back to the best point where it drifted (the return is
     one of the run's ``restarts``)."""
     if phase == CHECK:
-        room = run.options["maxfev"] - run._told - run._step.points_per_iteration
-        reason = run._drift.take(values, run._step, run._returned, room - run._returned.reserve)
+        room = _room(run) - run._returned.reserve
+        reason = run._drift.take(values, run._step, run._returned, room)
         if reason is not None:
             run._safeguard.record(run.nit, run._told, reason, "drift", run.learning_rate)
         run._phase = "iterate" if run._drift.pending is None else CHECK  # or the best afresh
         return
     noise = run._noise
-    noise.take(values, run.options["maxfev"] - run._told - run._step.points_per_iteration)
+    noise.take(values, _room(run))
     if noise.done:
         if noise.detected and run.nit == 0 and not noise.acted:  # at x0
             args = run.method, run._step, run._method_options, run.options["maxfev"]
@@ -56,7 +61,7 @@ def after_iteration(run: Any) -> None:
     """After an iteration that leaves the run iterating with room in ``maxfev`` beside the
     next iteration and the end: the next ask measures the best point again where the noise
     monitor wants it, or the centre where the drift check does."""
-    room = run.options["maxfev"] - run._told - run._step.points_per_iteration
+    room = _room(run)
     if not (run._phase == "iterate" and room > run._returned.reserve):
         return
     run._noise.recheck_due(run.nit, run._returned.best, affordable=True)

@@ -23,9 +23,9 @@ from scipy.optimize import Bounds, OptimizeWarning
 
 from ._backend import ArraySpace, namespace_of
 from ._checkpoint import CheckpointError
-from ._drift import CHECK
 from ._driver_options import disp_option
 from ._gradient_phase import GRADIENT, QuasiNewtonPhase, phase_applies
+from ._measurements import PHASES
 from ._methods import METHODS
 from ._reporting import Trace
 
@@ -110,9 +110,9 @@ def restore(cls: type, state: dict[str, Any]) -> Any:
     run._quasi_newton = None if phase is None else QuasiNewtonPhase.from_state(phase, x0)
     run.nit, run._told = int(state["nit"]), int(state["told"])
     run.status, run.message = int(state["status"]), str(state["message"])
-    if state["phase"] not in ("measure", CHECK, GRADIENT, "iterate", "final", "done"):
+    if state["phase"] not in (*PHASES, GRADIENT, "iterate", "final", "done"):
         raise ValueError(f"unknown phase {state['phase']!r}")
-    if state["pending"] not in (None, "measure", CHECK, GRADIENT, "iterate", "final"):
+    if state["pending"] not in (None, *PHASES, GRADIENT, "iterate", "final"):
         raise ValueError(f"unknown pending phase {state['pending']!r}")
     run._phase, run._pending = state["phase"], state["pending"]
     run._partial = [None if v is None else float(v) for v in state["partial"]]
