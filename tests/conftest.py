@@ -16,6 +16,45 @@ import pytest
 
 import zovh_opt
 
+# Tests of 2 s or more each (serial, `--durations`, a fresh environment without PyTorch on the
+# project's 2-core machine, 2026-11-27) that CI's slow run takes (`bash .ci/run` runs
+# `pytest -m slow` too), so that the README's `python -m pytest` stays under two minutes when
+# the shared cores are slow: a node id, or its start.
+HEAVY = (
+    "tests/test_peers.py::test_gradient_estimates_are_unbiased_on_a_quadratic",
+    "tests/test_ask_tell.py::test_resume_from_a_checkpoint_is_bit_identical"
+    "[array_api_strict-ask-and-tell-zovh-options2]",
+    "tests/test_ask_tell.py::test_resume_from_a_checkpoint_is_bit_identical"
+    "[array_api_strict-tell-and-ask-zovh-options2]",
+    "tests/test_new_starts.py::test_restarts_spend_the_budget_and_return_the_best_run",
+    "tests/test_new_starts.py::test_above_d_3_new_starts_alternate_by_the_evaluations",
+    "tests/test_noise_detection.py::test_pairs_an_outlier_hit_leave_the_batch",
+    "tests/test_noise_detection.py::test_outlier_pairs_are_found_by_their_residuals",
+    "tests/test_row_streams.py::test_the_default_at_1e5_is_the_held_run_bit_for_bit",
+    "tests/test_row_streams.py::test_without_held_directions_the_peak_is_a_small_multiple_of_d",
+    "tests/test_edges.py::test_a_start_on_a_face_of_the_box_converges[100-zo-sgd]",
+    "tests/test_history.py::test_seeds_and_vectors_storage_are_bit_identical[zovh-options5-",
+    "tests/test_history.py::test_seeds_and_vectors_storage_are_bit_identical[zovh-options6-",
+    "tests/test_history.py::test_memory_of_an_iteration_with_the_curvature_model",
+    "tests/test_benchmarks.py::test_hessian_error_quick",
+    "tests/test_benchmarks.py::test_the_smooth_benchmarks_quick_run",
+    "tests/test_benchmarks.py::test_memory_quick",
+    "tests/test_step_rule.py::test_every_scale_of_f_reaches_1e_8_with_the_same_evaluations",
+    "tests/test_quasi_newton_phase.py::test_noisy_false_with_noise_at_the_origin_moves_the_run",
+    "tests/test_properties.py::test_minimize_never_returns_a_nonfinite_x",
+    "tests/test_full_curvature.py::test_the_learned_inverse_hessian_is_the_true_one_on_rotated",
+    "tests/test_examples.py::test_example_runs[newsvendor.py]",
+    "tests/test_theory.py::test_unbiased_on_quadratic[stein_three]",
+)
+
+
+@pytest.hookimpl(tryfirst=True)  # before `-m 'not slow'` deselects
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        if item.nodeid.startswith(HEAVY):
+            item.add_marker(pytest.mark.slow)
+
+
 ALL_BACKENDS = ("numpy", "array_api_strict", "torch", "cupy")
 DEFAULT_BACKENDS = ("numpy", "array_api_strict", "torch")
 
