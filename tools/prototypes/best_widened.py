@@ -1,0 +1,82 @@
+"""Prototype: some new starts begin at the best run's answer, widened (`zovh_opt._new_starts`).
+
+Up to ``d = UP_TO`` every ``EVERY``-th new start begins at the ``x`` of the run with the lowest
+``fun`` so far instead of a new point and queries ``FACTOR`` times as far from its centre,
+relative to its steps, as a first run (``FACTOR = None``: ``min(64, 4**j)`` for the ``j``-th
+such start), with the quasi-Newton phase where ``QN``; the other new starts are the package's.
+The idea: on Schaffer's f17 and f18 and Weierstrass's f16 the local runs end in rings or
+ripples near the best answer, which a coarser smoothing from there might step over. Measured
+on COCO ``bbob`` d = 2 and 3 (theory page, *New starts: measured 2026-11-27, not kept*). Run
+through ``variant.py``; not a part of zovh_opt.
+"""
+
+import math
+import time
+
+from zovh_opt import _new_starts as ns
+from zovh_opt._optimizer import Optimizer
+
+EVERY = 3
+FACTOR = 4.0
+UP_TO = 3
+QN = True
+
+
+def loop(x0, method, new_starts, *, bounds, options, tol, rng, run):
+    """`zovh_opt._new_starts.minimize_with_new_starts` with the starts from the best answer."""
+    began = time.perf_counter()
+    optimizer = Optimizer(x0, method, bounds=bounds, options=options, tol=tol, rng=rng)
+    curvature = optimizer._method_options.get("curvature")
+    results = [run(optimizer)]
+    draws = ns._seeds(rng, results[0].x)
+    regimes = ["first"]
+    d = results[0].x.shape[0]
+    for k in range(1, new_starts + 1):
+        if results[-1].status not in (ns.SUCCESS, ns.FAILED):
+            break
+        from_best = d <= UP_TO and k % EVERY == 0
+        local = QN if from_best else ns._regime(results, regimes) == "local"
+        more = ns._options_of(options, local, curvature, results, began)
+        if more is None:
+            break
+        if from_best:
+            start = min(results, key=lambda r: (not math.isfinite(r.fun), r.fun)).x
+            draws.standard_normal(d)  # the stream moves on as for a new point outside a box
+        else:
+            start = ns._start(x0, bounds, k, draws)
+        seed = int(draws.integers(2**63))
+        try:
+            optimizer = Optimizer(start, method, bounds=bounds, options=more, tol=tol, rng=seed)
+        except ValueError as error:
+            if "maxfev must allow" in str(error):
+                break
+            raise
+        if from_best:
+            j = regimes.count("best") + 1
+            optimizer._step.widen(FACTOR if FACTOR else min(64.0, 4.0**j))
+            regimes.append("best")
+        elif not local:
+            j = regimes.count("widened") + 1
+            optimizer._step.widen(min(ns.WIDENING_LIMIT, ns.WIDENING**j))
+            regimes.append("widened")
+        else:
+            regimes.append("local")
+        results.append(run(optimizer))
+    return ns._combined(results)
+
+
+def regime(results, regimes):
+    """The package's `_regime`, the starts from the best answer counting for neither."""
+    if results[0].x.shape[0] <= ns.LOCAL_DIMENSIONS:
+        return "local"
+    spent = {"local": 0, "widened": 0, "first": 0, "best": 0}
+    for result, kind in zip(results, regimes, strict=True):
+        spent[kind] += result.nfev
+    return "widened" if spent["widened"] <= spent["local"] else "local"
+
+
+def patch():
+    import zovh_opt._minimize as m
+
+    ns._regime = regime
+    m.minimize_with_new_starts = loop

@@ -1,0 +1,192 @@
+"""Prototype: the new starts' two regimes as two live runs that take turns
+(`zovh_opt._new_starts`, above ``LOCAL_DIMENSIONS``).
+
+The package runs each run to its end before the next starts, so a first run that creeps
+(COCO's Schaffer f17 and f18 at d = 20: 11 000 evaluations from 22 to 21) leaves the widened
+runs what is left. A run is paused by an interrupt from the callback once it has spent its
+share (`Optimizer.run` continues it). Modes (``MODE``):
+
+* ``"turns"``: the first run counts as local, and one local and one widened run are live at a
+  time: the regime that has spent fewer evaluations (BIPOP's rule, the widened one on a tie
+  after the first slice) continues its run for a slice of ``SLICE * maxfev`` evaluations; a
+  run that ends (converged) is followed by the next new start of its regime.
+* ``"duel"``: the first run pauses after ``SLICE * maxfev`` evaluations, the first (widened)
+  new start pauses after as many; the lower of the two (``DUEL_ORDER = "lower"``) or the first
+  run (``"first"``) goes on to its end, then the other; then the new starts as the package's.
+
+Measured on COCO ``bbob`` d = 20 and 40 (theory page, *New starts: measured 2026-11-27, not
+kept*). Run through ``variant.py``; not a part of zovh_opt.
+"""
+
+import time
+
+from zovh_opt import _new_starts as ns
+from zovh_opt import _run_loop
+from zovh_opt._optimizer import Optimizer
+from zovh_opt._stopping import INTERRUPTED
+
+MODE = "turns"  # or "duel"
+SLICE = 0.25
+DUEL_ORDER = "lower"  # "duel": which paused run goes on first, the lower one or the "first"
+FIRST_SLICE = None  # the first run's slice (share of maxfev), None: SLICE
+_state = {"cap": None, "paused": False}
+_caller = _run_loop.callback_caller
+_package_loop = ns.minimize_with_new_starts
+
+
+def caller(callback):
+    user = _caller(callback)
+
+    def notify(optimizer):
+        cap = _state["cap"]
+        if cap is not None and optimizer.nfev >= cap:
+            _state["paused"] = True
+            raise KeyboardInterrupt
+        return user(optimizer) if user is not None else False
+
+    return notify
+
+
+def loop(x0, method, new_starts, *, bounds, options, tol, rng, run):
+    d = len(x0)
+    total = options.get("maxfev")
+    if d <= ns.LOCAL_DIMENSIONS or total is None:
+        return _package_loop(
+            x0, method, new_starts, bounds=bounds, options=options, tol=tol, rng=rng, run=run
+        )
+    if MODE == "duel":
+        return duel(
+            x0, method, new_starts, bounds=bounds, options=options, tol=tol, rng=rng, run=run
+        )
+    began = time.perf_counter()
+    first = Optimizer(x0, method, bounds=bounds, options=options, tol=tol, rng=rng)
+    curvature = first._method_options.get("curvature")
+    live = {"local": first, "widened": None}
+    spent = {"local": 0, "widened": 0}
+    latest = {}  # id(optimizer) -> its latest result, in start order
+    draws, k, widened = None, 0, 0
+    slice_of = {"local": FIRST_SLICE or SLICE}
+    while True:
+        used = sum(r.nfev for r in latest.values())
+        if used >= total:
+            break
+        regime = "widened" if latest and spent["widened"] <= spent["local"] else "local"
+        optimizer = live[regime]
+        if optimizer is None:
+            if k >= new_starts:
+                break
+            k += 1
+            if draws is None:
+                draws = ns._seeds(rng, next(iter(latest.values())).x)
+            more = ns._options_of(options, regime == "local", curvature, [], began)
+            more["maxfev"] = total - used
+            start = ns._start(x0, bounds, k, draws)
+            seed = int(draws.integers(2**63))
+            try:
+                optimizer = Optimizer(start, method, bounds=bounds, options=more, tol=tol, rng=seed)
+            except ValueError as error:
+                if "maxfev must allow" in str(error):
+                    break
+                raise
+            if regime == "widened":
+                widened += 1
+                optimizer._step.widen(min(ns.WIDENING_LIMIT, ns.WIDENING**widened))
+            live[regime] = optimizer
+        before = optimizer.nfev
+        optimizer.options["maxfev"] = before + (total - used)
+        _state.update(cap=before + max(1, int(slice_of.get(regime, SLICE) * total)), paused=False)
+        try:
+            result = run(optimizer)
+        finally:
+            _state["cap"] = None
+        slice_of[regime] = SLICE
+        spent[regime] += result.nfev - before
+        latest[id(optimizer)] = result
+        if _state["paused"] and result.status == INTERRUPTED:
+            continue
+        live[regime] = None
+        if result.status not in (ns.SUCCESS, ns.FAILED):
+            break
+    results = list(latest.values())
+    for r in results:
+        if r.status == INTERRUPTED:  # a run paused when the budget ran out
+            r.status = 1  # maxfev
+    return ns._combined(results)
+
+
+def _go(run, optimizer, total, used, cap=None):
+    """Continue ``optimizer`` with the budget ``total - used`` left, paused at ``cap``."""
+    optimizer.options["maxfev"] = optimizer.nfev + (total - used)
+    _state.update(cap=cap, paused=False)
+    try:
+        return run(optimizer)
+    finally:
+        _state["cap"] = None
+
+
+def duel(x0, method, new_starts, *, bounds, options, tol, rng, run):
+    """``MODE = "duel"``: the first run pauses after ``SLICE * maxfev``; the first (widened)
+    new start gets as many; the lower of the two goes on to its end, then the other; then the
+    new starts as the package's."""
+    began = time.perf_counter()
+    total = options["maxfev"]
+    first = Optimizer(x0, method, bounds=bounds, options=options, tol=tol, rng=rng)
+    curvature = first._method_options.get("curvature")
+    r1 = _go(run, first, total, 0, cap=int(SLICE * total))
+    results, regimes, live = [r1], ["first"], [first]
+    draws = ns._seeds(rng, r1.x)
+    k = 0
+    if r1.status == INTERRUPTED and _state["paused"]:
+        k = 1
+        more = ns._options_of(options, False, curvature, results, began)
+        start = ns._start(x0, bounds, 1, draws)
+        seed = int(draws.integers(2**63))
+        second = Optimizer(start, method, bounds=bounds, options=more, tol=tol, rng=seed)
+        second._step.widen(min(ns.WIDENING_LIMIT, ns.WIDENING))
+        r2 = _go(run, second, total, r1.nfev, cap=r1.nfev)
+        results.append(r2)
+        regimes.append("widened")
+        live.append(second)
+        order = [1, 0] if DUEL_ORDER == "lower" and r2.fun < r1.fun else [0, 1]
+        for i in order:
+            if results[i].status == INTERRUPTED:
+                used = sum(r.nfev for r in results)
+                if used >= total:
+                    break
+                results[i] = _go(run, live[i], total, used)
+                if results[i].status not in (ns.SUCCESS, ns.FAILED, INTERRUPTED):
+                    break
+    for r in results:
+        if r.status == INTERRUPTED:
+            r.status = 1
+    while (
+        k < new_starts
+        and results[-1].status in (ns.SUCCESS, ns.FAILED)
+        and all(r.status in (ns.SUCCESS, ns.FAILED) for r in results)
+    ):
+        k += 1
+        local = ns._regime(results, regimes) == "local"
+        more = ns._options_of(options, local, curvature, results, began)
+        if more is None:
+            break
+        start = ns._start(x0, bounds, k, draws)
+        seed = int(draws.integers(2**63))
+        try:
+            optimizer = Optimizer(start, method, bounds=bounds, options=more, tol=tol, rng=seed)
+        except ValueError as error:
+            if "maxfev must allow" in str(error):
+                break
+            raise
+        if not local:
+            j = regimes.count("widened") + 1
+            optimizer._step.widen(min(ns.WIDENING_LIMIT, ns.WIDENING**j))
+        results.append(run(optimizer))
+        regimes.append("local" if local else "widened")
+    return ns._combined(results)
+
+
+def patch():
+    import zovh_opt._minimize as m
+
+    _run_loop.callback_caller = caller
+    m.minimize_with_new_starts = loop
