@@ -10,6 +10,9 @@ share (`Optimizer.run` continues it). Modes (``MODE``):
   time: the regime that has spent fewer evaluations (BIPOP's rule, the widened one on a tie
   after the first slice) continues its run for a slice of ``SLICE * maxfev`` evaluations; a
   run that ends (converged) is followed by the next new start of its regime.
+* ``"paused_widened"`` (from ``d = FROM_D``): the first run to its end, counted as local;
+  then BIPOP's rule, local new starts to their end, the widened run paused once the widened
+  regime has spent more than the local one, and continued at its next turn.
 * ``"duel"``: the first run pauses after ``SLICE * maxfev`` evaluations, the first (widened)
   new start pauses after as many; the lower of the two (``DUEL_ORDER = "lower"``) or the first
   run (``"first"``) goes on to its end, then the other; then the new starts as the package's.
@@ -27,6 +30,7 @@ from zovh_opt._stopping import INTERRUPTED
 
 MODE = "turns"  # or "duel"
 SLICE = 0.25
+FROM_D = 4  # the package's loop below this d
 DUEL_ORDER = "lower"  # "duel": which paused run goes on first, the lower one or the "first"
 FIRST_SLICE = None  # the first run's slice (share of maxfev), None: SLICE
 _state = {"cap": None, "paused": False}
@@ -50,8 +54,12 @@ def caller(callback):
 def loop(x0, method, new_starts, *, bounds, options, tol, rng, run):
     d = len(x0)
     total = options.get("maxfev")
-    if d <= ns.LOCAL_DIMENSIONS or total is None:
+    if d < FROM_D or total is None:
         return _package_loop(
+            x0, method, new_starts, bounds=bounds, options=options, tol=tol, rng=rng, run=run
+        )
+    if MODE == "paused_widened":
+        return paused_widened(
             x0, method, new_starts, bounds=bounds, options=options, tol=tol, rng=rng, run=run
         )
     if MODE == "duel":
@@ -182,6 +190,56 @@ def duel(x0, method, new_starts, *, bounds, options, tol, rng, run):
             optimizer._step.widen(min(ns.WIDENING_LIMIT, ns.WIDENING**j))
         results.append(run(optimizer))
         regimes.append("local" if local else "widened")
+    return ns._combined(results)
+
+
+def paused_widened(x0, method, new_starts, *, bounds, options, tol, rng, run):
+    """``MODE = "paused_widened"``: the first run to its end (it counts as local), then BIPOP's
+    rule, local new starts run to their end, the widened run is paused once the widened
+    regime has spent more than the local one and goes on at its next turn."""
+    began = time.perf_counter()
+    total = options["maxfev"]
+    first = Optimizer(x0, method, bounds=bounds, options=options, tol=tol, rng=rng)
+    curvature = first._method_options.get("curvature")
+    latest = {id(first): _go(run, first, total, 0)}
+    spent = {"local": first.nfev, "widened": 0}
+    draws = ns._seeds(rng, latest[id(first)].x)
+    live, k, widened = None, 0, 0
+    while latest and all(r.status in (ns.SUCCESS, ns.FAILED, INTERRUPTED) for r in latest.values()):
+        used = sum(r.nfev for r in latest.values())
+        if used >= total:
+            break
+        regime = "widened" if spent["widened"] <= spent["local"] else "local"
+        optimizer = live if regime == "widened" else None
+        if optimizer is None:
+            if k >= new_starts:
+                break
+            k += 1
+            more = ns._options_of(options, regime == "local", curvature, [], began)
+            more["maxfev"] = total - used
+            start = ns._start(x0, bounds, k, draws)
+            seed = int(draws.integers(2**63))
+            try:
+                optimizer = Optimizer(start, method, bounds=bounds, options=more, tol=tol, rng=seed)
+            except ValueError as error:
+                if "maxfev must allow" in str(error):
+                    break
+                raise
+            if regime == "widened":
+                widened += 1
+                optimizer._step.widen(min(ns.WIDENING_LIMIT, ns.WIDENING**widened))
+                live = optimizer
+        before = optimizer.nfev
+        cap = before + spent["local"] - spent["widened"] + 1 if regime == "widened" else None
+        result = _go(run, optimizer, total, used, cap=cap)
+        spent[regime] += result.nfev - before
+        latest[id(optimizer)] = result
+        if regime == "widened" and not (_state["paused"] and result.status == INTERRUPTED):
+            live = None
+    results = list(latest.values())
+    for r in results:
+        if r.status == INTERRUPTED:
+            r.status = 1  # maxfev
     return ns._combined(results)
 
 
