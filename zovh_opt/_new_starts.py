@@ -127,20 +127,46 @@ def minimize_with_new_starts(
         more = _options_of(options, local, curvature, results, began)
         if more is None:
             break
-        start = _start(x0, bounds, k, draws)
-        seed = int(draws.integers(2**63))
-        try:
-            optimizer = Optimizer(start, method, bounds=bounds, options=more, tol=tol, rng=seed)
-        except ValueError as error:  # the budget left cannot pay an iteration and the answer
-            if "maxfev must allow" in str(error):
-                break
-            raise
-        if not local:  # the j-th widened new start smooths at a coarser scale
-            j = regimes.count("widened") + 1
-            optimizer._step.widen(min(WIDENING_LIMIT, WIDENING**j))
+        widening = None if local else widening_of(regimes.count("widened") + 1)
+        optimizer = new_start(x0, method, k, draws, bounds, more, tol, widening)
+        if optimizer is None:
+            break
         results.append(run(optimizer))
         regimes.append("local" if local else "widened")
     return _combined(results)
+
+
+def widening_of(j: int) -> float:
+    """The factor of the ``j``-th widened new start's queries, ``min(WIDENING_LIMIT,
+    WIDENING**j)``: 4, 16, 64, 64, ..."""
+    return min(WIDENING_LIMIT, WIDENING**j)
+
+
+def new_start(
+    x0: Any,
+    method: str,
+    k: int,
+    draws: np.random.Generator,
+    bounds: Any,
+    options: dict[str, Any],
+    tol: float | None,
+    widening: float | None = None,
+) -> Optimizer | None:
+    """The ``k``-th new start's `Optimizer`, from the point and seed ``draws`` gives next,
+    its queries ``widening`` times as far from their centre (`StepSizeControl.widen`) where
+    given; ``None`` where the ``maxfev`` of ``options`` cannot pay an iteration and the
+    answer."""
+    start = _start(x0, bounds, k, draws)
+    seed = int(draws.integers(2**63))
+    try:
+        optimizer = Optimizer(start, method, bounds=bounds, options=options, tol=tol, rng=seed)
+    except ValueError as error:
+        if "maxfev must allow" in str(error):
+            return None
+        raise
+    if widening is not None:  # smooths at a coarser scale
+        optimizer._step.widen(widening)
+    return optimizer
 
 
 def _options_of(

@@ -40,27 +40,26 @@ def loop(x0, method, new_starts, *, bounds, options, tol, rng, run):
         if more is None:
             break
         if from_best:
-            start = min(results, key=lambda r: (not math.isfinite(r.fun), r.fun)).x
-            draws.standard_normal(d)  # the stream moves on as for a new point outside a box
-        else:
-            start = ns._start(x0, bounds, k, draws)
-        seed = int(draws.integers(2**63))
-        try:
-            optimizer = Optimizer(start, method, bounds=bounds, options=more, tol=tol, rng=seed)
-        except ValueError as error:
-            if "maxfev must allow" in str(error):
-                break
-            raise
-        if from_best:
             j = regimes.count("best") + 1
-            optimizer._step.widen(FACTOR if FACTOR else min(64.0, 4.0**j))
-            regimes.append("best")
+            widening, regime = FACTOR or ns.widening_of(j), "best"
         elif not local:
-            j = regimes.count("widened") + 1
-            optimizer._step.widen(min(ns.WIDENING_LIMIT, ns.WIDENING**j))
-            regimes.append("widened")
+            widening, regime = ns.widening_of(regimes.count("widened") + 1), "widened"
         else:
-            regimes.append("local")
+            widening, regime = None, "local"
+        if from_best:  # the package's new start, its point the best answer
+            best = min(results, key=lambda r: (not math.isfinite(r.fun), r.fun)).x
+            package_start = ns._start
+            # the stream moves on as for a new point outside a box
+            ns._start = lambda x0, bounds, k, draws, best=best: (draws.standard_normal(d), best)[1]
+            try:
+                optimizer = ns.new_start(x0, method, k, draws, bounds, more, tol, widening)
+            finally:
+                ns._start = package_start
+        else:
+            optimizer = ns.new_start(x0, method, k, draws, bounds, more, tol, widening)
+        if optimizer is None:
+            break
+        regimes.append(regime)
         results.append(run(optimizer))
     return ns._combined(results)
 

@@ -23,6 +23,8 @@ kept*). Run through ``variant.py``; not a part of zovh_opt.
 
 import time
 
+from _starts import next_start, regime_start
+
 from zovh_opt import _new_starts as ns
 from zovh_opt import _run_loop
 from zovh_opt._optimizer import Optimizer
@@ -69,6 +71,7 @@ def loop(x0, method, new_starts, *, bounds, options, tol, rng, run):
     began = time.perf_counter()
     first = Optimizer(x0, method, bounds=bounds, options=options, tol=tol, rng=rng)
     curvature = first._method_options.get("curvature")
+    setup = (x0, method, bounds, options, tol, curvature, began)
     live = {"local": first, "widened": None}
     spent = {"local": 0, "widened": 0}
     latest = {}  # id(optimizer) -> its latest result, in start order
@@ -86,19 +89,9 @@ def loop(x0, method, new_starts, *, bounds, options, tol, rng, run):
             k += 1
             if draws is None:
                 draws = ns._seeds(rng, next(iter(latest.values())).x)
-            more = ns._options_of(options, regime == "local", curvature, [], began)
-            more["maxfev"] = total - used
-            start = ns._start(x0, bounds, k, draws)
-            seed = int(draws.integers(2**63))
-            try:
-                optimizer = Optimizer(start, method, bounds=bounds, options=more, tol=tol, rng=seed)
-            except ValueError as error:
-                if "maxfev must allow" in str(error):
-                    break
-                raise
-            if regime == "widened":
-                widened += 1
-                optimizer._step.widen(min(ns.WIDENING_LIMIT, ns.WIDENING**widened))
+            optimizer, widened = regime_start(setup, k, draws, regime, widened, total - used)
+            if optimizer is None:
+                break
             live[regime] = optimizer
         before = optimizer.nfev
         optimizer.options["maxfev"] = before + (total - used)
@@ -147,10 +140,9 @@ def duel(x0, method, new_starts, *, bounds, options, tol, rng, run):
     if r1.status == INTERRUPTED and _state["paused"]:
         k = 1
         more = ns._options_of(options, False, curvature, results, began)
-        start = ns._start(x0, bounds, 1, draws)
-        seed = int(draws.integers(2**63))
-        second = Optimizer(start, method, bounds=bounds, options=more, tol=tol, rng=seed)
-        second._step.widen(min(ns.WIDENING_LIMIT, ns.WIDENING))
+        second = ns.new_start(x0, method, 1, draws, bounds, more, tol, ns.widening_of(1))
+        if second is None:  # as COCO's harness takes it: the budget left is spent
+            raise ValueError("maxfev must allow the duel's new start an iteration")
         r2 = _go(run, second, total, r1.nfev, cap=r1.nfev)
         results.append(r2)
         regimes.append("widened")
@@ -177,17 +169,9 @@ def duel(x0, method, new_starts, *, bounds, options, tol, rng, run):
         more = ns._options_of(options, local, curvature, results, began)
         if more is None:
             break
-        start = ns._start(x0, bounds, k, draws)
-        seed = int(draws.integers(2**63))
-        try:
-            optimizer = Optimizer(start, method, bounds=bounds, options=more, tol=tol, rng=seed)
-        except ValueError as error:
-            if "maxfev must allow" in str(error):
-                break
-            raise
-        if not local:
-            j = regimes.count("widened") + 1
-            optimizer._step.widen(min(ns.WIDENING_LIMIT, ns.WIDENING**j))
+        optimizer = next_start(x0, method, k, draws, bounds, more, tol, regimes, local)
+        if optimizer is None:
+            break
         results.append(run(optimizer))
         regimes.append("local" if local else "widened")
     return ns._combined(results)
@@ -201,6 +185,7 @@ def paused_widened(x0, method, new_starts, *, bounds, options, tol, rng, run):
     total = options["maxfev"]
     first = Optimizer(x0, method, bounds=bounds, options=options, tol=tol, rng=rng)
     curvature = first._method_options.get("curvature")
+    setup = (x0, method, bounds, options, tol, curvature, began)
     latest = {id(first): _go(run, first, total, 0)}
     spent = {"local": first.nfev, "widened": 0}
     draws = ns._seeds(rng, latest[id(first)].x)
@@ -215,19 +200,10 @@ def paused_widened(x0, method, new_starts, *, bounds, options, tol, rng, run):
             if k >= new_starts:
                 break
             k += 1
-            more = ns._options_of(options, regime == "local", curvature, [], began)
-            more["maxfev"] = total - used
-            start = ns._start(x0, bounds, k, draws)
-            seed = int(draws.integers(2**63))
-            try:
-                optimizer = Optimizer(start, method, bounds=bounds, options=more, tol=tol, rng=seed)
-            except ValueError as error:
-                if "maxfev must allow" in str(error):
-                    break
-                raise
+            optimizer, widened = regime_start(setup, k, draws, regime, widened, total - used)
+            if optimizer is None:
+                break
             if regime == "widened":
-                widened += 1
-                optimizer._step.widen(min(ns.WIDENING_LIMIT, ns.WIDENING**widened))
                 live = optimizer
         before = optimizer.nfev
         cap = before + spent["local"] - spent["widened"] + 1 if regime == "widened" else None

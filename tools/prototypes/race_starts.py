@@ -29,6 +29,8 @@ not kept*). Not a part of zovh_opt.
 
 import math
 
+from _starts import next_start
+
 from zovh_opt import _new_starts as ns
 from zovh_opt import _run_loop
 from zovh_opt._optimizer import Optimizer
@@ -145,17 +147,9 @@ def loop(x0, method, new_starts, *, bounds, options, tol, rng, run):
         more = ns._options_of(options, local or WIDE_QN, curvature, results, began)
         if more is None:
             break
-        start = ns._start(x0, bounds, k, draws)
-        seed = int(draws.integers(2**63))
-        try:
-            optimizer = Optimizer(start, method, bounds=bounds, options=more, tol=tol, rng=seed)
-        except ValueError as error:
-            if "maxfev must allow" in str(error):
-                break
-            raise
-        if not local:
-            j = regimes.count("widened") + 1
-            optimizer._step.widen(min(ns.WIDENING_LIMIT, ns.WIDENING**j))
+        optimizer = next_start(x0, method, k, draws, bounds, more, tol, regimes, local)
+        if optimizer is None:
+            break
         results.append(go(optimizer, k, results))
         if (
             paused is not None

@@ -1,0 +1,24 @@
+"""Helpers of the new-start prototypes (``best_widened``, ``race_starts``,
+``interleaved_starts``): the package's next new start in a regime. Not a part of zovh_opt."""
+
+from zovh_opt import _new_starts as ns
+
+
+def next_start(x0, method, k, draws, bounds, options, tol, regimes, local):
+    """The ``k``-th new start as the package's loop makes it: local, or widened as the next
+    of the widened ones in ``regimes``; ``None`` where the budget cannot pay for it."""
+    widening = None if local else ns.widening_of(regimes.count("widened") + 1)
+    return ns.new_start(x0, method, k, draws, bounds, options, tol, widening)
+
+
+def regime_start(setup, k, draws, regime, widened, left):
+    """The ``k``-th new start in ``regime`` with ``left`` evaluations, ``widened`` the widened
+    ones before it; ``setup`` is ``(x0, method, bounds, options, tol, curvature, began)``
+    (``began`` the `time.perf_counter` of the first run). The optimizer (``None`` where the
+    budget cannot pay for it) and the widened ones with it."""
+    x0, method, bounds, options, tol, curvature, began = setup
+    more = ns._options_of(options, regime == "local", curvature, [], began)
+    more["maxfev"] = left
+    widened += regime == "widened"
+    widening = ns.widening_of(widened) if regime == "widened" else None
+    return ns.new_start(x0, method, k, draws, bounds, more, tol, widening), widened
