@@ -162,3 +162,20 @@ def test_a_start_where_f_is_undefined_is_followed_by_new_ones():
     )
     assert res.runs[0]["status"] == 3 and len(res.runs) > 1
     assert math.isfinite(res.fun) and res.runs[res.best_run]["status"] != 3
+
+
+def test_a_new_start_the_budget_cannot_pay_is_none_and_other_errors_propagate():
+    from zovh_opt import _new_starts
+
+    x0 = np.full(3, 2.0)
+    draws, again = np.random.default_rng(4), np.random.default_rng(4)
+    assert _new_starts.new_start(x0, "zovh", 1, draws, None, {"maxfev": 1}, None) is None
+    _new_starts._start(x0, None, 1, again)
+    again.integers(2**63)  # the point and the seed were drawn all the same
+    assert draws.integers(2**63) == again.integers(2**63)
+    optimizer = _new_starts.new_start(x0, "zovh", 2, draws, None, {"maxfev": 300}, None, 16.0)
+    assert optimizer is not None and optimizer.options["maxfev"] == 300
+    plain = zovh_opt.Optimizer(x0, options={"maxfev": 300}, rng=0)
+    assert optimizer._step.control.spread == 16.0 * plain._step.control.spread
+    with pytest.raises(ValueError, match="maxiter"):
+        _new_starts.new_start(x0, "zovh", 3, draws, None, {"maxiter": -1}, None)
