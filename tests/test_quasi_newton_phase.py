@@ -5,6 +5,7 @@ over, and its checkpoints."""
 from __future__ import annotations
 
 import math
+import warnings
 import zlib
 
 import numpy as np
@@ -12,7 +13,7 @@ import pytest
 import scipy.optimize
 
 import zovh_opt
-from zovh_opt import _lbfgs
+from zovh_opt import _gradient_phase, _lbfgs
 from zovh_opt._gradient_phase import (
     BLOCK,
     HOP_DIMENSIONS,
@@ -202,7 +203,7 @@ def test_the_step_limit_holds_where_d_is_at_least_the_memory(d):
     drive(phase, f, 10_000)
     if d < MEMORY:
         assert phase.max_steps == SMALL_D_STEPS
-        assert phase.ended in ("line search", "no decrease")
+        assert phase.ended in ("line search", "no decrease", "short steps")
         assert MAX_STEPS < phase.steps < SMALL_D_STEPS
         assert f(np.asarray(phase.x)) < 1e-50
     else:
@@ -223,6 +224,31 @@ def attractive_sector(instance: int):
 
     f, f_opt = problem(), optimal_value(problem())
     return (lambda x: float(f(np.asarray(x, dtype=float))) - f_opt), np.asarray(f.initial_solution)
+
+
+def test_a_phase_that_crawls_below_its_differences_resolution_ends(monkeypatch):
+    """COCO's Weierstrass f16 at d = 2 (instance 1, its start, ``rng=0``): after its second
+    hop the phase took steps of about 3e-9, below its difference step (1.5e-8), each of which
+    still decreased f a little, for 1 750 of the 2 000 evaluations, and the run ended by its
+    budget 3.0 above the minimum; `SHORT_STEPS` such steps in a row end it, and the run ends
+    by itself, lower."""
+    cocoex = pytest.importorskip("cocoex")
+    problem = cocoex.Suite("bbob", "instances: 1", "dimensions: 2 function_indices: 16")[0]
+
+    def f(x):
+        return float(problem(np.asarray(x, dtype=float)))
+
+    def run():
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", scipy.optimize.OptimizeWarning)
+            return zovh_opt.minimize(f, problem.initial_solution, rng=0, options={"maxfev": 2000})
+
+    res = run()
+    assert res.status == 0 and res.quasi_newton["nfev"] < 600
+    monkeypatch.setattr(_gradient_phase, "SHORT_STEPS", 10**9)
+    crawled = run()
+    assert crawled.status == 1 and crawled.quasi_newton["nfev"] > 1500
+    assert res.fun < crawled.fun - 2.0
 
 
 def test_a_phase_cut_by_its_step_limit_resumes_where_the_method_found_nothing_lower(capsys):

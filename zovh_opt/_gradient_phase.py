@@ -23,7 +23,10 @@ the objective is deterministic, a ``"zovh"`` run starts with:
 
 The phase ends when a line search fails (`BACKTRACKS` trials), when an accepted step does
 not decrease ``f`` (Armijo's condition met within rounding: the steps are below the
-precision of ``f`` and of its differences; there is no relative ``ftol``), after `MAX_STEPS`
+precision of ``f`` and of its differences; there is no relative ``ftol``), after
+`SHORT_STEPS` accepted steps in a row shorter than its difference step (below the
+differences' resolution: on a function rugged at every scale such steps still decrease ``f``
+a little, and the phase crawled), after `MAX_STEPS`
 steps (`SMALL_D_STEPS` where ``d < MEMORY``: the secant pairs span the space), when the
 centre's value does not repeat (noise) or a coordinate's values fail both ways; the run's
 method then starts from the phase's point with the budget that is left
@@ -35,11 +38,11 @@ an outlier), at ``x0``. Where it stalled (`QuasiNewtonPhase.stalled`: converged 
 since ``x0`` longer than ``h / ARMIJO``, ``h`` its largest difference step, and a first step
 that gave less than `STALLED_RATIO` of its predicted decrease: a ruggedness at the
 differences' own scale read as slope), the method takes the run's length scale too: the
-stalled point's norm is no scale of ``f``. Where it converged (no decrease, a failed line
-search, a zero gradient), the run ends after the method's first 10 iterations if they found
-no lower value (`zovh_opt._stopping`); at d = 2 (20 iterations there), where they found one
-farther than `HOP_DISTANCE` ``l`` from its point, the phase starts again from the lowest
-point (`hop`: basin hopping, the method as the kick). Where the step limit cut it (still
+stalled point's norm is no scale of ``f``. Where it converged (no decrease, short steps, a
+failed line search, a zero gradient), the run ends after the method's first 10 iterations if
+they found no lower value (`zovh_opt._stopping`); at d = 2 (20 iterations there), where
+they found one farther than `HOP_DISTANCE` ``l`` from its point, the phase starts again from
+the lowest point (`hop`: basin hopping, the method as the kick). Where the step limit cut it (still
 descending), the method's first ``ftol`` stall decides: if the method found no value below
 the run's lowest at the hand-over, the phase starts again from its point, its secant pairs
 gone, with no step limit (`resume_phase`; on COCO's attractive sector f6 at d = 10 to 40 the
@@ -104,6 +107,11 @@ HOP_DISTANCE = 1e-3  # the phase's false convergences: 1e-8 to 6e-5 l, new basin
 # 0.012 (hashed and crc32 ruggedness, noise with noisy=False), smooth minima that close 0.1 to
 # 0.57 (COCO bbob's phases from restarts at d = 2, Weierstrass's f16 at d = 10 to 40)
 STALLED_RATIO = 0.05
+# the phase ends after this many accepted steps in a row shorter than its difference step h:
+# below h the differences no longer resolve f's slope, and on a function rugged at every
+# scale (Weierstrass's f16 at d = 2, after a hop) each such step still decreased f by a
+# little, so that the phase crawled 1 450 of the run's 2 000 evaluations in steps of 3e-9
+SHORT_STEPS = 3
 
 
 class QuasiNewtonPhase:
@@ -140,6 +148,7 @@ class QuasiNewtonPhase:
         self.retry: list[int] = []  # coordinates whose forward value failed: measured backwards
         self.steps = 0  # accepted steps
         self.longest = 0.0  # the longest accepted step's length since x0 (`stalled`)
+        self.short = 0  # accepted steps in a row shorter than the difference step
         self.first_ratio = math.nan  # the first step's decrease over its predicted decrease
         self.p = None  # the search direction
         self.p_norm = math.nan  # its length
@@ -174,8 +183,9 @@ class QuasiNewtonPhase:
     @property
     def converged(self) -> bool:
         """Whether the phase ended at a minimum at its resolution: a step that no longer
-        decreased ``f``, a failed line search, or a zero gradient."""
-        return self.ended in ("no decrease", "line search", "zero gradient")
+        decreased ``f``, `SHORT_STEPS` steps in a row below the differences' resolution, a
+        failed line search, or a zero gradient."""
+        return self.ended in ("no decrease", "short steps", "line search", "zero gradient")
 
     @property
     def stalled(self) -> bool:
@@ -379,7 +389,9 @@ class QuasiNewtonPhase:
             self.steps += 1
             if not decreased:  # no relative ftol: it ended runs short of L-BFGS-B (theory page)
                 self.ended = "no decrease"
-            elif self.step_limit is not None and self.steps >= self.step_limit:
+                return
+            self._short_steps(abs(self.alpha) * self.p_norm)
+            if self.ended is None and self.step_limit is not None and self.steps >= self.step_limit:
                 self.ended = "steps"
             return
         if self.trials >= BACKTRACKS:
@@ -388,6 +400,13 @@ class QuasiNewtonPhase:
         curvature = value - self.fx - self.alpha * self.slope  # nan or inf: halve the step
         shrink = -self.slope * self.alpha / (2 * curvature) if 0 < curvature < math.inf else 0.5
         self.alpha *= min(0.5, max(0.1, shrink))
+
+    def _short_steps(self, length: float) -> None:
+        """After a step of ``length`` that decreased ``f``: the end of the phase at the
+        `SHORT_STEPS`-th step in a row shorter than its difference step ``h``."""
+        self.short = self.short + 1 if length < self.difference_step else 0
+        if self.short >= SHORT_STEPS:
+            self.ended = "short steps"
 
     def resume(self) -> None:
         """Start again from the phase's point with no step limit: the method, given the
@@ -408,7 +427,7 @@ class QuasiNewtonPhase:
         self.start, self.f_start = x, fx
         self.g = self.space.zeros((self.dim,))
         self.pairs, self.previous, self.p = [], None, None
-        self.searching, self.measured, self.retry = False, 0, []
+        self.searching, self.measured, self.retry, self.short = False, 0, [], 0
         self.step_limit = step_limit
         self.ended, self.handover_lowest = None, None
 
@@ -444,6 +463,7 @@ class QuasiNewtonPhase:
             "retry": list(self.retry),
             "steps": self.steps,
             "longest": self.longest,
+            "short": self.short,
             "first_ratio": self.first_ratio,
             "p": self.p,
             "slope": self.slope,
@@ -486,6 +506,7 @@ class QuasiNewtonPhase:
         # (checkpoints written before `stalled`: a phase that converged as it was then judged)
         phase.longest = float(state.get("longest", math.inf))
         phase.first_ratio = float(state.get("first_ratio", math.nan))
+        phase.short = int(state.get("short", 0))  # (0 in checkpoints written before the rule)
         phase.retry = [int(j) for j in state.get("retry", [])]
         phase.p = vector(state["p"])
         phase.p_norm = math.nan if phase.p is None else norm(phase.p, phase.xp)

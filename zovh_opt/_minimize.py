@@ -287,10 +287,11 @@ def minimize(
         ``"off"``, whose budget pays for three gradients, starts with a finite-difference
         quasi-Newton phase: forward-difference gradients (``d`` evaluations each, in asks of
         at most 64 points) and L-BFGS steps judged on function values alone, until a line
-        search fails, a step no longer decreases ``f``, 200 steps (1000 where ``d < 10``,
-        the secant pairs' memory), or noise (the centre measured again) or values that fail
-        forwards and backwards (a failed forward difference is measured backwards); the
-        method then starts from its point with the budget left. Where the step limit ended
+        search fails, a step no longer decreases ``f``, three steps in a row are shorter
+        than the differences' own step (below their resolution), 200 steps (1000 where
+        ``d < 10``, the secant pairs' memory), or noise (the centre measured again) or values
+        that fail forwards and backwards (a failed forward difference is measured backwards);
+        the method then starts from its point with the budget left. Where the step limit ended
         it and the method's first ``ftol`` stall comes without a value below the phase's,
         the phase resumes from its point, without the limit; at ``d = 2``, where the
         method's first 20 iterations after a converged phase find a lower value away from
@@ -298,9 +299,9 @@ def minimize(
         the coordinates the box map makes unconstrained, as the method does (every point it
         evaluates is in the box). Each gradient is an iteration; ``result.quasi_newton``
         gives the phase's ``nit`` (steps), ``nfev``, why it ``ended`` (``None``: still
-        running at the end), how often it ``resumes`` and ``hops``. On smooth
-        deterministic problems it is what finite-difference L-BFGS-B is, with a line search
-        that costs one evaluation a trial (docs, *Theory*, *The quasi-Newton phase*).
+        running at the end), how often it ``resumes`` and ``hops``. On smooth deterministic
+        problems it is what finite-difference L-BFGS-B is, with a line search that costs one
+        evaluation a trial (docs, *Theory*, *The quasi-Newton phase*).
         ``False``: the method from ``x0``.
     final_evaluations : int, optional
         Evaluations at the final iterate; for a noisy objective also at ``x0`` (before the
