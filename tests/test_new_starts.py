@@ -101,11 +101,12 @@ def test_above_d_3_new_starts_alternate_by_the_evaluations_each_regime_spent(mon
     """Above d = 3 a new start is widened (the j-th widened one ``min(64, 4**j)`` times, and
     without the quasi-Newton phase) where the widened new starts have spent no more
     evaluations than the local ones, else local, a run like the first (BIPOP's budget rule);
-    up to d = 3 every new start is local."""
+    up to d = 3 every new start is local. A widened one takes ``sqrt(min(64, 4**j))`` times
+    the first run's pairs, a local one the first run's."""
     from zovh_opt import _new_starts
     from zovh_opt._methods import AskTellMethod
 
-    factors, phases = [], []
+    factors, phases, pairs = [], [], []
     widen, optimizer = AskTellMethod.widen, _new_starts.Optimizer
 
     def spy(self, factor):
@@ -114,6 +115,7 @@ def test_above_d_3_new_starts_alternate_by_the_evaluations_each_regime_spent(mon
 
     def built(*args, options, **kwargs):
         phases.append(options.get("quasi_newton", "auto"))
+        pairs.append(options.get("n_directions", "auto"))
         return optimizer(*args, options=options, **kwargs)
 
     monkeypatch.setattr(AskTellMethod, "widen", spy)
@@ -135,6 +137,9 @@ def test_above_d_3_new_starts_alternate_by_the_evaluations_each_regime_spent(mon
     assert phases[1:] == [False if r == "widened" else "auto" for r in expected]
     assert factors == [min(64.0, 4.0**j) for j in range(1, widened + 1)]
     assert 1 <= widened < 8 and expected[0] == "widened"  # both regimes ran
+    first = zovh_opt.Optimizer(np.full(dim, 2.0))._step.n_directions
+    grown = iter([2, 4, 8, 8, 8, 8, 8])  # sqrt(min(64, 4**j))
+    assert pairs[1:] == [next(grown) * first if r == "widened" else "auto" for r in expected]
 
 
 def test_a_widened_start_keeps_its_radius_when_noise_rebuilds_it():
@@ -148,6 +153,26 @@ def test_a_widened_start_keeps_its_radius_when_noise_rebuilds_it():
         points = np.asarray(optimizer.ask())
     assert optimizer._step.n_directions > 5  # rebuilt for the noise
     assert optimizer._step.control.spread == 16.0
+
+
+def test_a_widened_start_takes_more_pairs_where_it_widens():
+    """`new_start` with a widening and the first run's pairs takes `widened_pairs` of them
+    (``round(pairs * sqrt(widening))``), without a widening the pairs as given; the loop
+    passes pairs only where the widening acts (the step rule with ``smoothing="auto"``,
+    not a fixed rate)."""
+    from zovh_opt import _new_starts
+
+    x0, draws = np.full(4, 2.0), np.random.default_rng(0)
+    assert zovh_opt.Optimizer(x0, rng=0)._step.widens
+    assert not zovh_opt.Optimizer(x0, options={"learning_rate": 1e-3}, rng=0)._step.widens
+    assert not zovh_opt.Optimizer(x0, options={"smoothing": 1e-3}, rng=0)._step.widens
+    optimizer = _new_starts.new_start(x0, "zovh", 1, draws, None, {}, None, 16.0, 3)
+    assert optimizer._step.n_directions == 12 and optimizer._step.control.spread == 16.0
+    optimizer = _new_starts.new_start(x0, "zovh", 2, draws, None, {"n_directions": 3}, None)
+    assert optimizer._step.n_directions == 3
+    assert [_new_starts.widened_pairs(5, _new_starts.widening_of(j)) for j in (1, 2, 3, 4)] == [
+        10, 20, 40, 40,
+    ]  # fmt: skip
 
 
 def test_a_start_where_f_is_undefined_is_followed_by_new_ones():

@@ -323,8 +323,9 @@ def minimize(
         basins); above, as BIPOP-CMA-ES's restarts, each is widened where the widened ones
         have spent no more evaluations than the local ones, else local: the ``j``-th
         widened start's queries lie ``min(64, 4**j)`` times as far from their centre,
-        relative to the steps, as a first run's (``f`` smoothed at a coarser scale, as
-        IPOP-CMA-ES's growing population). The result is the best run's, with
+        relative to the steps, as a first run's, with ``min(8, 2**j)`` times its pairs
+        (``f`` smoothed at a coarser scale and averaged over more queries, as
+        IPOP-CMA-ES's population, doubled at each restart). The result is the best run's, with
         ``nfev`` and ``nit`` of all and ``runs`` (each run's ``fun``, ``nfev``, ``nit``,
         ``status``). For multimodal objectives with a budget to spend; ``minimize`` only
         (an `Optimizer` is one run).

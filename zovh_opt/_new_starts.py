@@ -17,9 +17,11 @@ CMA-ES on the BBOB-2009 function testbed*, GECCO 2009): each is **widened** wher
 widened new starts have spent no more evaluations than the local ones so far, else
 **local**. The ``j``-th widened one queries ``min(64, 4**j)`` times as far from its centre,
 relative to its steps, as a first run (`AskTellMethod.widen`; with the step rule and
-``smoothing="auto"``), and runs without the quasi-Newton phase: it descends ``f`` smoothed
-at a coarser scale, which hides ripples finer than the queries' spread, as IPOP-CMA-ES
-(Auger and Hansen, CEC 2005) smooths with a population it doubles at each restart. A local
+``smoothing="auto"``), with the square root of that times the first run's pairs
+(`widened_pairs`: 2, 4, 8 times), and runs without the quasi-Newton phase: it descends ``f``
+smoothed at a coarser scale and averaged over more queries, which hides ripples finer than
+the queries' spread and the steps of a piecewise constant ``f``, as IPOP-CMA-ES (Auger and
+Hansen, CEC 2005) smooths with a population it doubles at each restart. A local
 one is a run like the first (the phase included), which finds narrow basins that smoothing
 averages away (Gallagher's peaks), as BIPOP's small-population runs do: COCO ``bbob``,
 ``1000 d``, instances 1-5 / 6-10, d = 5 0.649 / 0.655, d = 10 0.595 / 0.621, d = 20 0.523 /
@@ -116,6 +118,8 @@ def minimize_with_new_starts(
     optimizer = Optimizer(x0, method, bounds=bounds, options=options, tol=tol, rng=rng)
     curvature = optimizer._method_options.get("curvature")  # "auto" as the first run resolved it
     results = [run(optimizer)]
+    # the pairs the first run ended with (noise found at x0 takes more); None: no widening
+    pairs = optimizer._step.n_directions if optimizer._step.widens else None
     draws = _seeds(rng, results[0].x)
     regimes = ["first"]  # of each run: "first", "local" or "widened"
     for k in range(1, new_starts + 1):
@@ -128,12 +132,19 @@ def minimize_with_new_starts(
         if more is None:
             break
         widening = None if local else widening_of(regimes.count("widened") + 1)
-        optimizer = new_start(x0, method, k, draws, bounds, more, tol, widening)
+        optimizer = new_start(x0, method, k, draws, bounds, more, tol, widening, pairs)
         if optimizer is None:
             break
         results.append(run(optimizer))
         regimes.append("local" if local else "widened")
     return _combined(results)
+
+
+def widened_pairs(pairs: int, widening: float) -> int:
+    """The pairs per iteration of a new start widened ``widening`` times, from the first
+    run's ``pairs``: ``round(pairs * sqrt(widening))``, twice as many at each widened start
+    up to 8 times (``WIDENING_LIMIT``), as IPOP-CMA-ES doubles its population."""
+    return round(pairs * math.sqrt(widening))
 
 
 def widening_of(j: int) -> float:
@@ -151,13 +162,16 @@ def new_start(
     options: dict[str, Any],
     tol: float | None,
     widening: float | None = None,
+    pairs: int | None = None,
 ) -> Optimizer | None:
     """The ``k``-th new start's `Optimizer`, from the point and seed ``draws`` gives next,
     its queries ``widening`` times as far from their centre (`StepSizeControl.widen`) where
-    given; ``None`` where the ``maxfev`` of ``options`` cannot pay an iteration and the
-    answer."""
+    given, with `widened_pairs` of ``pairs`` (the first run's) where both are given;
+    ``None`` where the ``maxfev`` of ``options`` cannot pay an iteration and the answer."""
     start = _start(x0, bounds, k, draws)
     seed = int(draws.integers(2**63))
+    if widening is not None and pairs is not None:
+        options = {**options, "n_directions": widened_pairs(pairs, widening)}
     try:
         optimizer = Optimizer(start, method, bounds=bounds, options=options, tol=tol, rng=seed)
     except ValueError as error:

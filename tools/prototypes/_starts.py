@@ -1,5 +1,7 @@
 """Helpers of the new-start prototypes (``best_widened``, ``race_starts``,
-``interleaved_starts``): the package's next new start in a regime. Not a part of zovh_opt."""
+``interleaved_starts``): the package's next new start in a regime, its widened starts with the
+first run's pairs, as the package made them when these prototypes were measured (before
+`zovh_opt._new_starts.widened_pairs`, 2026-11-27). Not a part of zovh_opt."""
 
 from zovh_opt import _new_starts as ns
 

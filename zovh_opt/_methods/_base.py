@@ -376,6 +376,11 @@ class AskTellMethod(BuildChoices, PendingPoints):
         self._centre = self.space.copy_in(x)
         self.shorten(factor)
 
+    @property
+    def widens(self) -> bool:
+        """Whether `widen` acts: the step rule with ``smoothing="auto"``."""
+        return self._adapt_smoothing
+
     def widen(self, factor: float) -> None:
         """Before the first ``ask``: with the step rule and ``smoothing="auto"``, query
         ``factor`` times as far from the centre, relative to the steps, as the rule's
