@@ -26,7 +26,11 @@ one is a run like the first (the phase included), which finds narrow basins that
 averages away (Gallagher's peaks), as BIPOP's small-population runs do: COCO ``bbob``,
 ``1000 d``, instances 1-5 / 6-10, d = 5 0.649 / 0.655, d = 10 0.595 / 0.621, d = 20 0.523 /
 0.520 against 0.628 / 0.625, 0.598 / 0.610, 0.502 / 0.518 with every new start widened
-(docs, *Theory*, *New starts in BIPOP's two regimes*). COCO
+(docs, *Theory*, *New starts in BIPOP's two regimes*), and with the widened starts' pairs
+grown (2026-11-27) 0.655 / 0.672, 0.607 / 0.641, 0.558 / 0.523, where IPOP-CMA-ES solved
+0.631 / 0.678, 0.595 / 0.593, 0.550 / 0.541 (docs, *Theory*, *Widened new starts with more
+pairs*: on the step ellipsoid f7 at d = 20 one widened run reached ``1e-8`` from 0 of 10
+starts with the first run's pairs, from 10 of 10 with four times as many). COCO
 ``bbob``, ``1000 d``, the fraction of triples solved with and without the widening when it
 was adopted (docs, *Theory*, *New starts*): instances 1-5, d = 2 / 5 / 10 / 20: 0.624 /
 0.531 / 0.521 / 0.435 against 0.612 / 0.483 / 0.481 / 0.444; instances 6-10, d = 2 / 5 /
