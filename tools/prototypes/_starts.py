@@ -1,9 +1,23 @@
-"""Helpers of the new-start prototypes (``best_widened``, ``race_starts``,
+"""Helpers of the new-start prototypes (``best_widened``, ``race_starts``, ``plateau_noisy``,
 ``interleaved_starts``): the package's next new start in a regime, its widened starts with the
 first run's pairs, as the package made them when these prototypes were measured (before
 `zovh_opt._new_starts.widened_pairs`, 2026-11-27). Not a part of zovh_opt."""
 
+import time
+
 from zovh_opt import _new_starts as ns
+from zovh_opt._optimizer import Optimizer
+
+
+def first_run(x0, method, *, bounds, options, tol, rng, run):
+    """The first run as the package's loop runs it: ``(began, curvature, results, draws)``,
+    ``began`` its `time.perf_counter`, ``curvature`` as ``"auto"`` resolved it, ``results``
+    the list of its result and ``draws`` the new starts' generator."""
+    began = time.perf_counter()
+    optimizer = Optimizer(x0, method, bounds=bounds, options=options, tol=tol, rng=rng)
+    curvature = optimizer._method_options.get("curvature")
+    results = [run(optimizer)]
+    return began, curvature, results, ns._seeds(rng, results[0].x)
 
 
 def next_start(x0, method, k, draws, bounds, options, tol, regimes, local):

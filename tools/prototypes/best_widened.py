@@ -11,10 +11,10 @@ through ``variant.py``; not a part of zovh_opt.
 """
 
 import math
-import time
+
+from _starts import first_run
 
 from zovh_opt import _new_starts as ns
-from zovh_opt._optimizer import Optimizer
 
 EVERY = 3
 FACTOR = 4.0
@@ -24,11 +24,9 @@ QN = True
 
 def loop(x0, method, new_starts, *, bounds, options, tol, rng, run):
     """`zovh_opt._new_starts.minimize_with_new_starts` with the starts from the best answer."""
-    began = time.perf_counter()
-    optimizer = Optimizer(x0, method, bounds=bounds, options=options, tol=tol, rng=rng)
-    curvature = optimizer._method_options.get("curvature")
-    results = [run(optimizer)]
-    draws = ns._seeds(rng, results[0].x)
+    began, curvature, results, draws = first_run(
+        x0, method, bounds=bounds, options=options, tol=tol, rng=rng, run=run
+    )
     regimes = ["first"]
     d = results[0].x.shape[0]
     for k in range(1, new_starts + 1):

@@ -12,10 +12,9 @@ f7 at d = 10 and 20 (theory page, *Widened new starts with more pairs*); not kep
 through ``variant.py``; not a part of zovh_opt.
 """
 
-import time
+from _starts import first_run
 
 from zovh_opt import _new_starts as ns
-from zovh_opt._optimizer import Optimizer
 
 AFTER_DIMENSIONS = 3
 WIDENED = True
@@ -29,11 +28,9 @@ def on_plateau(result):
 
 def loop(x0, method, new_starts, *, bounds, options, tol, rng, run):
     """`zovh_opt._new_starts.minimize_with_new_starts`, noisy after a plateau."""
-    began = time.perf_counter()
-    optimizer = Optimizer(x0, method, bounds=bounds, options=options, tol=tol, rng=rng)
-    curvature = optimizer._method_options.get("curvature")
-    results = [run(optimizer)]
-    draws = ns._seeds(rng, results[0].x)
+    began, curvature, results, draws = first_run(
+        x0, method, bounds=bounds, options=options, tol=tol, rng=rng, run=run
+    )
     regimes = ["first"]
     d = results[0].x.shape[0]
     stepped = False
