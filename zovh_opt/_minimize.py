@@ -325,7 +325,8 @@ def minimize(
         widened start's queries lie ``min(64, 4**j)`` times as far from their centre,
         relative to the steps, as a first run's, with ``min(8, 2**j)`` times its pairs
         (``f`` smoothed at a coarser scale and averaged over more queries, as
-        IPOP-CMA-ES's population, doubled at each restart). The result is the best run's, with
+        IPOP-CMA-ES's population, doubled at each restart; its asks, and a ``vectorized``
+        batch, are that many times larger). The result is the best run's, with
         ``nfev`` and ``nit`` of all and ``runs`` (each run's ``fun``, ``nfev``, ``nit``,
         ``status``). For multimodal objectives with a budget to spend; ``minimize`` only
         (an `Optimizer` is one run).
