@@ -2,17 +2,20 @@
 last target (``1e-8``) and what it costs.
 
     python tools/prototypes/run_modes.py DIM FUNCTION [widening=W] [pairs=P] [phase=0]
-        [noisy=1] [stops=0] [--starts N]
+        [noisy=1] [stops=0] [power=Q] [--starts N] [--cma POPULATION]
 
 Each of instances 1-5 runs ``N`` times (default 6) from points uniform in ``[-4, 4]^d`` (the
 ``k``-th from ``numpy.random.default_rng(100 + instance)``), one `zovh_opt.Optimizer` each,
 ``maxfev = 1000 d``: ``widening`` as a widened new start's (`AskTellMethod.widen`),
 ``pairs`` as ``n_directions``, ``phase=0`` without the quasi-Newton phase, ``noisy=1`` as
 ``noisy=True``, ``stops=0`` without the tolerances (``ftol``, ``xtol``,
-``flat_iterations``). It prints the runs that reached ``f* + 1e-8``, the median evaluations
-they took to get there, the median evaluations of all runs and the median final gap, and how
-the runs ended. Used for the theory page's *Widened new starts with more pairs*. Not a part
-of zovh_opt.
+``flat_iterations``), ``power=Q`` telling the run ``(f - f*)**Q`` instead of ``f`` (an
+oracle's monotone transform, to which a rank-based search such as CMA-ES is invariant; the
+targets are still on ``f``). ``--cma POPULATION`` runs pycma's CMA-ES from the same points
+instead (``sigma0 = 2``, that population, seeded by the same draws). It prints the runs that
+reached ``f* + 1e-8``, the median evaluations they took to get there, the median evaluations
+of all runs and the median final gap, and how the runs ended. Used for the theory page's
+*Widened new starts with more pairs*. Not a part of zovh_opt.
 """
 
 import argparse
@@ -49,6 +52,7 @@ def one_run(fun, f_star, x0, seed, dim, switches):
     optimizer = Optimizer(x0, options=options, rng=seed)
     if "widening" in switches:
         optimizer._step.widen(float(switches["widening"]))
+    power = float(switches["power"]) if "power" in switches else None
     lowest, spent, reached = math.inf, 0, None
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -57,10 +61,28 @@ def one_run(fun, f_star, x0, seed, dim, switches):
             values = np.array([fun(x) for x in points])
             spent += len(values)
             lowest = min(lowest, float(values.min()))
-            optimizer.tell(values)
+            optimizer.tell(values if power is None else np.maximum(values - f_star, 0) ** power)
             if reached is None and lowest - f_star <= 1e-8:
                 reached = spent
     return lowest - f_star, spent, reached, optimizer.result().message
+
+
+def cma_run(fun, f_star, x0, seed, dim, population):
+    """One CMA-ES run as `one_run` reports it."""
+    import cma
+
+    options = {"verbose": -9, "seed": seed, "maxfevals": 1000 * dim, "popsize": population}
+    strategy = cma.CMAEvolutionStrategy(x0, 2.0, options)
+    lowest, spent, reached = math.inf, 0, None
+    while not strategy.stop():
+        points = strategy.ask()
+        values = [float(fun(x)) for x in points]
+        strategy.tell(points, values)
+        spent += len(values)
+        lowest = min(lowest, *values)
+        if reached is None and lowest - f_star <= 1e-8:
+            reached = spent
+    return lowest - f_star, spent, reached, "cma: " + ", ".join(strategy.stop())
 
 
 def main():
@@ -69,6 +91,7 @@ def main():
     parser.add_argument("function", type=int)
     parser.add_argument("switches", nargs="*", help="name=value")
     parser.add_argument("--starts", type=int, default=6)
+    parser.add_argument("--cma", type=int, default=None, metavar="POPULATION")
     args = parser.parse_args()
     switches = dict(s.split("=", 1) for s in args.switches)
     runs = []
@@ -77,11 +100,16 @@ def main():
         draws = np.random.default_rng(100 + instance)
         for _ in range(args.starts):
             x0 = draws.uniform(-4, 4, args.dim)
-            runs.append(one_run(fun, f_star, x0, int(draws.integers(2**31)), args.dim, switches))
+            seed = int(draws.integers(2**31))
+            if args.cma is None:
+                runs.append(one_run(fun, f_star, x0, seed, args.dim, switches))
+            else:
+                runs.append(cma_run(fun, f_star, x0, seed, args.dim, args.cma))
     reached = [r[2] for r in runs if r[2] is not None]
     median = np.median(reached) if reached else math.nan
     print(
-        f"d = {args.dim}, f{args.function}, {' '.join(args.switches) or 'defaults'}: "
+        f"d = {args.dim}, f{args.function}, "
+        f"{f'CMA-ES {args.cma}' if args.cma else ' '.join(args.switches) or 'defaults'}: "
         f"{len(reached)}/{len(runs)} runs to 1e-8 (median {median:.0f} "
         f"evaluations); all runs: median {np.median([r[1] for r in runs]):.0f} evaluations, "
         f"median final gap {np.median([r[0] for r in runs]):.2g}"
