@@ -24,9 +24,10 @@ from scipy.optimize import Bounds, OptimizeWarning
 from ._backend import ArraySpace, namespace_of
 from ._checkpoint import CheckpointError
 from ._driver_options import disp_option
-from ._gradient_phase import GRADIENT, QuasiNewtonPhase, phase_applies
+from ._gradient_phase import GRADIENT, phase_applies
 from ._measurements import PHASES
 from ._methods import METHODS
+from ._phase_checkpoint import phase_from_state, phase_state
 from ._reporting import Trace
 
 __all__ = ["pickled", "restore", "restoring", "state_of", "unpickled"]
@@ -51,7 +52,7 @@ def state_of(run: Any) -> dict[str, Any]:
         "trace": run._trace.columns,
         "elapsed": run.elapsed,
         "requested_options": run._requested,
-        "quasi_newton": None if run._quasi_newton is None else run._quasi_newton.state(),
+        "quasi_newton": None if run._quasi_newton is None else phase_state(run._quasi_newton),
         **run._coordinates.state(),
         **run._stopping.state(),
         **run._safeguard.state(),
@@ -107,7 +108,7 @@ def restore(cls: type, state: dict[str, Any]) -> Any:
     run._requested = state.get("requested_options", run._requested)
     run._phase_planned = phase_applies(run) and "quasi_newton" in state
     phase = state.get("quasi_newton")
-    run._quasi_newton = None if phase is None else QuasiNewtonPhase.from_state(phase, x0)
+    run._quasi_newton = None if phase is None else phase_from_state(phase, x0)
     run.nit, run._told = int(state["nit"]), int(state["told"])
     run.status, run.message = int(state["status"]), str(state["message"])
     if state["phase"] not in (*PHASES, GRADIENT, "iterate", "final", "done"):
