@@ -166,6 +166,32 @@ def test_coco_quick(tmp_path):
     assert all(record["data"][s][0]["hits"][0] is not None for s in reliable)
 
 
+def test_coco_seeds_give_each_seed_its_runs_and_the_median(tmp_path):
+    """``--seeds``: seed 0 keeps the runs of a benchmark without the option (its first run is
+    ``minimize`` with ``rng=0`` from COCO's start), another seed has runs of its own; the
+    table's fraction is the median of the seeds' fractions (records without seeds: seed 0)."""
+    pytest.importorskip("cocoex")
+    from zovh_opt.benchmarks import coco
+
+    s = {"suite": "bbob", "dim": 2, "functions": [17], "instances": "1", "budget": 200,
+         "log": False, "out": str(tmp_path), "seeds": 2}  # fmt: skip
+    first, again, other = (coco.solve(("zovh", s, seed)) for seed in (0, 0, 1))
+    assert first == again and [first[0]["seed"], other[0]["seed"]] == [0, 1]
+    assert first[0]["hits"] != other[0]["hits"]
+    problem = next(iter(coco.suite(s)))
+    fun = coco.Tracked(problem, 0.0, 400)
+    x0 = np.asarray(problem.initial_solution, dtype=float)
+    res = zovh_opt.minimize(fun, x0, rng=0, options={"maxfev": 400})
+    assert first[0]["ends"][0] == f"status {res.status}"
+    runs = [
+        {"seed": 0, "hits": [1, None]},
+        {"seed": 1, "hits": [1, 3]},
+        {"seed": 2, "hits": [None, None]},
+    ]
+    assert coco.per_seed(runs, 2) == [0.5, 0.5, 0.0] and coco.median_solved(runs, 3) == 0.5
+    assert coco.per_seed([{"hits": [1, 5]}], 10) == [1.0]
+
+
 def test_noise_seeds_shift_the_noise_stream_and_pair_the_runs():
     """``--seeds``: seed 0 keeps the noise stream and solver seed of a run without it, each
     other seed its own; the paired table subtracts the default's score on the same problem
