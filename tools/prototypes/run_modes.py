@@ -2,14 +2,14 @@
 last target (``1e-8``) and what it costs.
 
     python tools/prototypes/run_modes.py DIM FUNCTION [widening=W] [pairs=P] [phase=0]
-        [noisy=1] [stops=0] [power=Q] [--starts N] [--cma POPULATION]
+        [noisy=1] [stops=0] [window=W] [power=Q] [--starts N] [--cma POPULATION]
 
 Each of instances 1-5 runs ``N`` times (default 6) from points uniform in ``[-4, 4]^d`` (the
 ``k``-th from ``numpy.random.default_rng(100 + instance)``), one `zovh_opt.Optimizer` each,
 ``maxfev = 1000 d``: ``widening`` as a widened new start's (`AskTellMethod.widen`),
 ``pairs`` as ``n_directions``, ``phase=0`` without the quasi-Newton phase, ``noisy=1`` as
 ``noisy=True``, ``stops=0`` without the tolerances (``ftol``, ``xtol``,
-``flat_iterations``), ``power=Q`` telling the run ``(f - f*)**Q`` instead of ``f`` (an
+``flat_iterations``), ``window=W`` as ``ftol_window``, ``power=Q`` telling the run ``(f - f*)**Q`` instead of ``f`` (an
 oracle's monotone transform, to which a rank-based search such as CMA-ES is invariant; the
 targets are still on ``f``). ``--cma POPULATION`` runs pycma's CMA-ES from the same points
 instead (``sigma0 = 2``, that population, seeded by the same draws). It prints the runs that
@@ -47,6 +47,8 @@ def one_run(fun, f_star, x0, seed, dim, switches):
         options["quasi_newton"] = False
     if switches.get("noisy") == "1":
         options["noisy"] = True
+    if "window" in switches:
+        options["ftol_window"] = int(switches["window"])
     if switches.get("stops") == "0":
         options.update(ftol=None, xtol=None, flat_iterations=None)
     optimizer = Optimizer(x0, options=options, rng=seed)
