@@ -18,14 +18,15 @@ functions the method's wide first queries after the phase are what leaves its ba
 kept. Run through ``variant.py``; not a part of zovh_opt.
 """
 
+from handover_scale import _phase, tell_phase  # the phase whose hand-over builds the method
+
 from zovh_opt import _gradient_phase, _optimizer
 from zovh_opt._backend import norm
 
 FACTOR = 10.0
 FLOOR = 1e-6
 MIN_DIMENSION = 3
-_build, _tell = _gradient_phase.build, _gradient_phase.tell_phase
-_phase = []
+_build = _gradient_phase.build
 
 
 def _local_build(method, x, *, scale, **kwargs):
@@ -43,14 +44,6 @@ def _local_build(method, x, *, scale, **kwargs):
     return _build(method, x, scale=scale, **kwargs)
 
 
-def _tell_phase(run, values):
-    _phase[:] = [run._quasi_newton]
-    try:
-        _tell(run, values)
-    finally:
-        _phase.clear()
-
-
 def patch():
     _gradient_phase.build = _local_build
-    _optimizer.tell_phase = _tell_phase
+    _optimizer.tell_phase = tell_phase
