@@ -9,10 +9,11 @@ Each of instances 1-5 runs ``N`` times (default 6) from points uniform in ``[-4,
 ``maxfev = 1000 d``: ``widening`` as a widened new start's (`AskTellMethod.widen`),
 ``pairs`` as ``n_directions``, ``phase=0`` without the quasi-Newton phase, ``noisy=1`` as
 ``noisy=True``, ``stops=0`` without the tolerances (``ftol``, ``xtol``,
-``flat_iterations``), ``window=W`` as ``ftol_window``, ``power=Q`` telling the run ``(f - f*)**Q`` instead of ``f`` (an
-oracle's monotone transform, to which a rank-based search such as CMA-ES is invariant; the
-targets are still on ``f``). ``--cma POPULATION`` runs pycma's CMA-ES from the same points
-instead (``sigma0 = 2``, that population, seeded by the same draws). It prints the runs that
+``flat_iterations``), ``window=W`` as ``ftol_window``, ``power=Q`` telling the run
+``(f - f*)**Q`` instead of ``f`` (an oracle's monotone transform, to which a rank-based
+search such as CMA-ES is invariant; the targets are still on ``f``). ``--cma POPULATION``
+runs pycma's CMA-ES from the same points instead (``sigma0 = 2``, that population, seeded by
+the same draws). It prints the runs that
 reached ``f* + 1e-8``, the median evaluations they took to get there, the median evaluations
 of all runs and the median final gap, and how the runs ended. Used for the theory page's
 *Widened new starts with more pairs*. Not a part of zovh_opt.
