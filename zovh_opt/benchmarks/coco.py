@@ -118,8 +118,9 @@ def optimal_value(problem: Any) -> float:
     return float(problem(x_opt))
 
 
-def solve(job: tuple[str, dict[str, Any]]) -> list[dict[str, Any]]:
-    """Every problem of the suite with one solver; its data logged for cocopp when asked."""
+def solve(job: tuple[str, dict[str, Any], int]) -> list[dict[str, Any]]:
+    """Every problem of the suite with one solver and one seed of ``--seeds``; its data logged
+    for cocopp when asked (seed 0's)."""
     import cocoex
 
     solver, s, seed = job
