@@ -50,6 +50,7 @@ from __future__ import annotations
 
 import math
 import time
+from collections import Counter
 from collections.abc import Callable
 from typing import Any
 
@@ -218,10 +219,17 @@ def _regime(results: list[OptimizeResult], regimes: list[str]) -> str:
     ``"local"`` (BIPOP's budget rule; the first run counts for neither)."""
     if results[0].x.shape[0] <= LOCAL_DIMENSIONS:
         return "local"
-    spent = {"local": 0, "widened": 0, "first": 0}
+    spent = spent_by_regime(results, regimes)
+    return "widened" if spent["widened"] <= spent["local"] else "local"
+
+
+def spent_by_regime(results: list[OptimizeResult], regimes: list[str]) -> Counter[str]:
+    """The evaluations the ``results`` of each regime in ``regimes`` spent (0 for a regime
+    with no run)."""
+    spent: Counter[str] = Counter()
     for result, regime in zip(results, regimes, strict=True):
         spent[regime] += result.nfev
-    return "widened" if spent["widened"] <= spent["local"] else "local"
+    return spent
 
 
 def _combined(results: list[OptimizeResult]) -> OptimizeResult:

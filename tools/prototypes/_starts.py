@@ -1,7 +1,8 @@
 """Helpers of the new-start prototypes (``best_widened``, ``race_starts``, ``plateau_noisy``,
-``interleaved_starts``): the package's next new start in a regime, its widened starts with the
-first run's pairs, as the package made them when these prototypes were measured (before
-`zovh_opt._new_starts.widened_pairs`, 2026-11-27). Not a part of zovh_opt."""
+``interleaved_starts``, ``widened_cap``): the package's first run as its loop runs it, and
+its next new start in a regime, widened starts with the first run's pairs, as the package
+made them when these prototypes were measured (before `zovh_opt._new_starts.widened_pairs`,
+2026-11-27). Not a part of zovh_opt."""
 
 import time
 
@@ -10,14 +11,17 @@ from zovh_opt._optimizer import Optimizer
 
 
 def first_run(x0, method, *, bounds, options, tol, rng, run):
-    """The first run as the package's loop runs it: ``(began, curvature, results, draws)``,
-    ``began`` its `time.perf_counter`, ``curvature`` as ``"auto"`` resolved it, ``results``
-    the list of its result and ``draws`` the new starts' generator."""
+    """The first run as the package's loop runs it: ``(began, curvature, results, draws,
+    pairs)``, ``began`` its `time.perf_counter`, ``curvature`` as ``"auto"`` resolved it,
+    ``results`` the list of its result, ``draws`` the new starts' generator and ``pairs`` what
+    the package's widened starts grow (`zovh_opt._new_starts.widened_pairs`; ``None``: no
+    widening)."""
     began = time.perf_counter()
     optimizer = Optimizer(x0, method, bounds=bounds, options=options, tol=tol, rng=rng)
     curvature = optimizer._method_options.get("curvature")
     results = [run(optimizer)]
-    return began, curvature, results, ns._seeds(rng, results[0].x)
+    pairs = optimizer._step.n_directions if optimizer._step.widens else None
+    return began, curvature, results, ns._seeds(rng, results[0].x), pairs
 
 
 def next_start(x0, method, k, draws, bounds, options, tol, regimes, local):

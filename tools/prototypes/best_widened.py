@@ -24,7 +24,7 @@ QN = True
 
 def loop(x0, method, new_starts, *, bounds, options, tol, rng, run):
     """`zovh_opt._new_starts.minimize_with_new_starts` with the starts from the best answer."""
-    began, curvature, results, draws = first_run(
+    began, curvature, results, draws, _ = first_run(
         x0, method, bounds=bounds, options=options, tol=tol, rng=rng, run=run
     )
     regimes = ["first"]
@@ -62,18 +62,7 @@ def loop(x0, method, new_starts, *, bounds, options, tol, rng, run):
     return ns._combined(results)
 
 
-def regime(results, regimes):
-    """The package's `_regime`, the starts from the best answer counting for neither."""
-    if results[0].x.shape[0] <= ns.LOCAL_DIMENSIONS:
-        return "local"
-    spent = {"local": 0, "widened": 0, "first": 0, "best": 0}
-    for result, kind in zip(results, regimes, strict=True):
-        spent[kind] += result.nfev
-    return "widened" if spent["widened"] <= spent["local"] else "local"
-
-
 def patch():
     import zovh_opt._minimize as m
 
-    ns._regime = regime
     m.minimize_with_new_starts = loop

@@ -41,7 +41,7 @@ def _switch(self):
     """Where the phase ended converged with forward differences: central ones from here."""
     if (
         self.ended in ("no decrease", "line search", "short steps")
-        and not getattr(self, "central", False)
+        and not self.central
         and self.dim <= DIMENSIONS
     ):
         self.central, self.ended = True, None
@@ -60,21 +60,21 @@ def _central_h(self, start, stop):
 
 
 def _steps_c(self, start, stop, sign=1.0):
-    if not getattr(self, "central", False):
+    if not self.central:
         return _steps(self, start, stop, sign)
     x = self.x[start:stop]
     return (x + sign * _central_h(self, start, stop)) - x
 
 
 def size(self):
-    if not getattr(self, "central", False) or self.searching:
+    if not self.central or self.searching:
         return _size(self)
     centre = int(self._with_centre())
     return centre + 2 * min((gp.BLOCK - centre) // 2, self.dim - self.measured)
 
 
 def points(self):
-    if not getattr(self, "central", False) or self.searching:
+    if not self.central or self.searching:
         return _points(self)
     block = self.space.empty((self.size(), self.dim))
     block[...] = self.x
@@ -89,7 +89,7 @@ def points(self):
 
 
 def tell(self, values):
-    if not getattr(self, "central", False) or self.searching:
+    if not self.central or self.searching:
         return _tell(self, values)
     self.nfev += len(values)
     values = self._in_unit(values)

@@ -20,9 +20,7 @@ _package = ns._regime
 def regime(results, regimes):
     if results[0].x.shape[0] <= ns.LOCAL_DIMENSIONS:
         return _package(results, regimes)
-    spent = {"local": 0, "widened": 0, "first": 0}
-    for result, kind in zip(results, regimes, strict=True):
-        spent[kind] += result.nfev
+    spent = ns.spent_by_regime(results, regimes)
     return "widened" if spent["widened"] < spent["local"] else "local"
 
 

@@ -28,7 +28,7 @@ def on_plateau(result):
 
 def loop(x0, method, new_starts, *, bounds, options, tol, rng, run):
     """`zovh_opt._new_starts.minimize_with_new_starts`, noisy after a plateau."""
-    began, curvature, results, draws = first_run(
+    began, curvature, results, draws, _ = first_run(
         x0, method, bounds=bounds, options=options, tol=tol, rng=rng, run=run
     )
     regimes = ["first"]

@@ -17,6 +17,8 @@ instances 1-5, ``1000 d``, seeds 0-5): median 0.732 against 0.786 (f17 0.42 -> 0
 budget the local runs had used. Not kept. Run through ``variant.py``; not a part of zovh_opt.
 """
 
+import math
+
 from zovh_opt import _new_starts as ns
 
 DIMENSIONS = 3
@@ -32,9 +34,7 @@ def regime(results, regimes):
     d = results[0].x.shape[0]
     if d > DIMENSIONS:
         return _package_regime(results, regimes)
-    spent = {"local": 0, "widened": 0, "first": 0}
-    for result, kind in zip(results, regimes, strict=True):
-        spent[kind] += result.nfev
+    spent = ns.spent_by_regime(results, regimes)
     if FIRST_SMOOTHED:
         return "widened" if spent["widened"] <= spent["local"] else "local"
     return "widened" if spent["widened"] < spent["local"] else "local"
@@ -44,7 +44,7 @@ def new_start(x0, method, k, draws, bounds, options, tol, widening=None, pairs=N
     d = len(x0)
     if d > DIMENSIONS or widening is None:
         return _package_start(x0, method, k, draws, bounds, options, tol, widening, pairs)
-    j = round(__import__("math").log(widening) / __import__("math").log(ns.WIDENING))
+    j = round(math.log(widening) / math.log(ns.WIDENING))
     if pairs is not None:
         options = {**options, "n_directions": round(pairs * GROWTH**j)}
     return _package_start(x0, method, k, draws, bounds, options, tol, WIDEN**j, None)

@@ -14,25 +14,20 @@ f15 (0.48 -> 0.29 / 0.32) and f17 (0.84 -> 0.39 / 0.40) need the widened runs' l
 Not kept. Run through ``variant.py``; not a part of zovh_opt.
 """
 
+from _starts import first_run
+
 from zovh_opt import _minimize
 from zovh_opt import _new_starts as ns
 from zovh_opt._stopping import MAXFEV
-
-ns.MAXFEV = MAXFEV
 
 FACTOR = 2.0
 
 
 def minimize_with_new_starts(x0, method, new_starts, *, bounds, options, tol, rng, run):
     """The package's loop, with the widened starts' cap."""
-    import time
-
-    began = time.perf_counter()
-    optimizer = ns.Optimizer(x0, method, bounds=bounds, options=options, tol=tol, rng=rng)
-    curvature = optimizer._method_options.get("curvature")
-    results = [run(optimizer)]
-    pairs = optimizer._step.n_directions if optimizer._step.widens else None
-    draws = ns._seeds(rng, results[0].x)
+    began, curvature, results, draws, pairs = first_run(
+        x0, method, bounds=bounds, options=options, tol=tol, rng=rng, run=run
+    )
     regimes = ["first"]
     capped = False
     for k in range(1, new_starts + 1):
@@ -53,7 +48,7 @@ def minimize_with_new_starts(x0, method, new_starts, *, bounds, options, tol, rn
             break
         results.append(run(optimizer))
         regimes.append("local" if local else "widened")
-        capped = capped and results[-1].status == ns.MAXFEV
+        capped = capped and results[-1].status == MAXFEV
     return ns._combined(results)
 
 
