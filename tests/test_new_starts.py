@@ -12,6 +12,7 @@ import pytest
 from scipy.optimize import OptimizeWarning
 
 import zovh_opt
+from zovh_opt._step_size import SPREAD
 
 
 def rastrigin(x):
@@ -143,7 +144,8 @@ def test_above_d_3_new_starts_alternate_by_the_evaluations_each_regime_spent(mon
 
 
 def test_a_widened_start_keeps_its_radius_when_noise_rebuilds_it():
-    """Noise found at x0 builds the method again with more pairs; the widening stays."""
+    """Noise found at x0 builds the method again with more pairs; the widening stays, and
+    decays from the rebuilt run's first step."""
     noise = np.random.default_rng(0)
     optimizer = zovh_opt.Optimizer(np.full(6, 0.5), rng=0)
     optimizer._step.widen(16.0)
@@ -152,7 +154,47 @@ def test_a_widened_start_keeps_its_radius_when_noise_rebuilds_it():
         optimizer.tell([rastrigin(x) + noise.normal() for x in points])
         points = np.asarray(optimizer.ask())
     assert optimizer._step.n_directions > 5  # rebuilt for the noise
-    assert optimizer._step.control.spread == 16.0
+    control = optimizer._step.control
+    assert control.spread == 16.0 and control.widened_at == control.step_length
+
+
+def test_a_run_not_widened_stays_so_when_noise_rebuilds_it():
+    """A first run rebuilt for noise keeps the plain spread at any step length (a widening of
+    1 would grow it with steps longer than the first)."""
+    noise = np.random.default_rng(0)
+    optimizer = zovh_opt.Optimizer(np.full(6, 0.5), rng=0)
+    points = np.asarray(optimizer.ask())
+    while np.all(points == points[0]):
+        optimizer.tell([rastrigin(x) + noise.normal() for x in points])
+        points = np.asarray(optimizer.ask())
+    control = optimizer._step.control
+    assert optimizer._step.n_directions > 5 and not control.widened
+    control.step_length *= 1e3
+    assert control.current_spread() == SPREAD
+
+
+def test_a_widened_run_saved_and_loaded_goes_on_as_it_would_have(tmp_path):
+    """The widening's reference step length travels in a checkpoint: 60 iterations, a save
+    and a load, 60 more ask what 120 uninterrupted ones do."""
+
+    def widened():
+        optimizer = zovh_opt.Optimizer(np.full(5, 0.7), options={"quasi_newton": False}, rng=3)
+        optimizer._step.widen(4.0)
+        return optimizer
+
+    def iterate(optimizer, n):
+        for _ in range(n):
+            optimizer.tell([rastrigin(x) for x in np.asarray(optimizer.ask())])
+
+    whole, first = widened(), widened()
+    iterate(whole, 120)
+    iterate(first, 60)
+    first.save(tmp_path / "widened.pkl")
+    loaded = zovh_opt.Optimizer.load(tmp_path / "widened.pkl")
+    iterate(loaded, 60)
+    control = loaded._step.control
+    assert control.widened and 1.0 < control.current_spread() < 4.0  # it has decayed
+    np.testing.assert_array_equal(np.asarray(loaded.ask()), np.asarray(whole.ask()))
 
 
 def test_a_widened_start_takes_more_pairs_where_it_widens():

@@ -178,6 +178,24 @@ def test_a_stall_goes_below_the_floor_that_the_slope_test_set():
         assert control.level == (-1 if not noisy else 3)
 
 
+def test_a_widened_runs_widening_falls_with_its_steps_to_one():
+    """``widen(4)`` queries 4 times as far relative to the steps; the widening falls as the
+    eighth root of the running step length over the first, so steps 2**-8 as long halve it
+    and 2**-16 (or shorter) leave the plain spread. A run never widened keeps its spread."""
+    from zovh_opt._step_size import SPREAD, WIDENING_DECAY, StepSizeControl
+
+    assert WIDENING_DECAY == 0.125
+    plain, wide = StepSizeControl(dim=5, scale=1.0), StepSizeControl(dim=5, scale=1.0)
+    wide.widen(4.0)
+    first = wide.step_length
+    for shrink, factor in ((1, 4.0), (2.0**-8, 2.0), (2.0**-16, 1.0), (2.0**-24, 1.0)):
+        plain.step_length = wide.step_length = first * shrink
+        assert wide.current_spread() == pytest.approx(factor * SPREAD, rel=1e-12)
+        assert plain.current_spread() == SPREAD
+        level = math.log2(factor * SPREAD * first * shrink / math.sqrt(5) / wide.base_smoothing)
+        assert wide._step_level() == pytest.approx(level, abs=1e-9)
+
+
 def rastrigin(x):
     return float(10 * x.shape[0] + np.sum(x * x - 10 * np.cos(2 * np.pi * x)))
 

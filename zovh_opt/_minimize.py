@@ -323,7 +323,8 @@ def minimize(
         basins); above, as BIPOP-CMA-ES's restarts, each is widened where the widened ones
         have spent no more evaluations than the local ones, else local: the ``j``-th
         widened start's queries lie ``min(64, 4**j)`` times as far from their centre,
-        relative to the steps, as a first run's, with ``min(8, 2**j)`` times its pairs
+        relative to the steps, as a first run's, a widening that falls to 1 as the eighth
+        root of how much its steps have shortened, with ``min(8, 2**j)`` times its pairs
         (``f`` smoothed at a coarser scale and averaged over more queries, as
         IPOP-CMA-ES's population, doubled at each restart; its asks, and a ``vectorized``
         batch, are that many times larger). The result is the best run's, with

@@ -17,7 +17,9 @@ CMA-ES on the BBOB-2009 function testbed*, GECCO 2009): each is **widened** wher
 widened new starts have spent no more evaluations than the local ones so far, else
 **local**. The ``j``-th widened one queries ``min(64, 4**j)`` times as far from its centre,
 relative to its steps, as a first run (`AskTellMethod.widen`; with the step rule and
-``smoothing="auto"``), with the square root of that times the first run's pairs
+``smoothing="auto"``), a widening that falls to 1 as the eighth root of the run's step
+length over its first (`zovh_opt._step_size.WIDENING_DECAY`: it descends at a coarse scale
+and converges at a finer one), with the square root of that times the first run's pairs
 (`widened_pairs`: 2, 4, 8 times), and runs without the quasi-Newton phase: it descends ``f``
 smoothed at a coarser scale and averaged over more queries, which hides ripples finer than
 the queries' spread and the steps of a piecewise constant ``f``, as IPOP-CMA-ES (Auger and
@@ -30,9 +32,13 @@ averages away (Gallagher's peaks), as BIPOP's small-population runs do: COCO ``b
 grown (2026-11-27) 0.655 / 0.672, 0.607 / 0.641, 0.558 / 0.523, where IPOP-CMA-ES solved
 0.631 / 0.678, 0.595 / 0.593, 0.550 / 0.541 (docs, *Theory*, *Widened new starts with more
 pairs*: on the step ellipsoid f7 at d = 20 one widened run reached ``1e-8`` from 0 of 10
-starts with the first run's pairs, from 10 of 10 with four times as many). COCO
-``bbob``, ``1000 d``, the fraction of triples solved with and without the widening when it
-was adopted (docs, *Theory*, *New starts*): instances 1-5, d = 2 / 5 / 10 / 20: 0.624 /
+starts with the first run's pairs, from 10 of 10 with four times as many); with the
+widening falling as the steps shorten (medians over seeds) 0.675 / 0.674, 0.619 / 0.623,
+0.555 / 0.536 against 0.655 / 0.665, 0.613 / 0.617, 0.552 / 0.534 before and IPOP-CMA-ES's
+0.664 / 0.670, 0.595 / 0.593, 0.550 / 0.559 (docs, *Theory*, *Widened new starts smooth less
+as they converge*). COCO ``bbob``, ``1000 d``, the fraction of triples solved with and
+without the widening when it was adopted (docs, *Theory*, *New starts*): instances 1-5,
+d = 2 / 5 / 10 / 20: 0.624 /
 0.531 / 0.521 / 0.435 against 0.612 / 0.483 / 0.481 / 0.444; instances 6-10, d = 2 / 5 /
 10: 0.580 / 0.565 / 0.516 against 0.573 / 0.501 / 0.451. Doubling the pairs per iteration
 at each new start instead solved fewer (instances 1-3: 0.582 against 0.617 at d = 2, 0.465

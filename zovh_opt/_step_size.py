@@ -19,7 +19,8 @@ last accepted point, and the f estimate of the batch taken there.
   ``x0 = 0``.
 - The smoothing radius follows the step length: queries lie at ``mu |u| ~ mu sqrt(d)`` from
   their centre, and ``mu sqrt(d)`` is kept within a factor 2 of ``spread`` (``SPREAD``; a new
-  start widens it: `StepSizeControl.widen`) times the running
+  start widens it ``W`` times, `StepSizeControl.widen`, a widening that falls as
+  ``(s / s_0)**WIDENING_DECAY`` with the running step length ``s``, to 1) times the running
   geometric mean of the trial step lengths, on the grid ``mu0 2**k`` (a decrease goes down
   at least two steps of the grid). As the run converges the
   radius shrinks with the steps, so the precision is not capped at the ``O(mu**2)`` bias of a
@@ -69,6 +70,9 @@ INITIAL_STEP = 0.1  # the first trial step, as a fraction of the length scale l
 GROW = 2.0**0.25  # learning-rate factor after an accepted trial
 SHRINK = 2.0**-0.2  # after a rejected one: stationary at a success rate of 4/9 (below 1/2)
 SPREAD = 1.0  # query distance mu sqrt(d) over the trial step length
+# a widened run's widening W falls as (s / s_0)**WIDENING_DECAY with its running step length s
+# (s_0: the first), down to 1: the coarse scale while it descends, a finer one as it converges
+WIDENING_DECAY = 0.125
 TRACKING = 0.3  # weight of the latest trial in the running geometric mean of step lengths
 CHECKED = 10  # batches at a smaller radius before the noise test compares their slopes
 TRUST = 2.0  # with a ceiling: the trust radius after an accepted trial over its length, and
@@ -83,7 +87,7 @@ NOISE_CHECKED = 3  # batches at a level before the noise floor compares their sp
 
 NOISE_FIELDS = ("noisy", "start_noise", "noise_variance", "spread_squares", "residuals")
 # fields a checkpoint written before them lacks: their value at the start of a run stands
-LATER_FIELDS = (*NOISE_FIELDS, "spread")
+LATER_FIELDS = (*NOISE_FIELDS, "spread", "widened_at")
 
 # what the centre of the batch just evaluated was
 MEASURE, TRIAL = "measure", "trial"
@@ -127,7 +131,8 @@ class StepSizeControl:
         # with a ceiling: the longest trial allowed, from TRUST first steps on
         self.trust_radius = math.inf if ceiling is None else TRUST * self.step_length
         self.trial_length = math.nan  # of the latest trial
-        self.spread = SPREAD  # mu sqrt(d) over the running step length
+        self.spread = SPREAD  # mu sqrt(d) over the running step length (widened: at s_0)
+        self.widened_at = math.nan  # s_0, the step length when the run was widened
         self.base_smoothing = self.spread * self.step_length / math.sqrt(self.dim)
         self.level = 0  # mu = base_smoothing * 2**level
         self.anchor = False  # set the learning rate from the step length at the next trial
@@ -223,8 +228,9 @@ class StepSizeControl:
         return True
 
     def _step_level(self) -> float:
-        """The level at which ``mu sqrt(d)`` is ``spread`` times the running step length."""
-        step_level = self.spread * self.step_length / math.sqrt(self.dim)
+        """The level at which ``mu sqrt(d)`` is `current_spread` times the running step
+        length."""
+        step_level = self.current_spread() * self.step_length / math.sqrt(self.dim)
         return math.log2(step_level / self.base_smoothing)
 
     def _noise_ceiling(self) -> int:
@@ -310,9 +316,24 @@ class StepSizeControl:
 
     def widen(self, factor: float) -> None:
         """Before the first batch: queries ``factor`` times as far from their centre,
-        relative to the steps, from now on (a new start's smoothing at a coarser scale)."""
+        relative to the steps, a widening that falls as the steps shorten (`current_spread`;
+        a new start's smoothing at a coarser scale)."""
         self.spread *= factor
         self.base_smoothing *= factor
+        self.widened_at = self.step_length
+
+    @property
+    def widened(self) -> bool:
+        """Whether `widen` was called (a new start's run)."""
+        return not math.isnan(self.widened_at)
+
+    def current_spread(self) -> float:
+        """``mu sqrt(d)`` over the running step length ``s``: ``spread``, or after `widen`
+        ``max(SPREAD, spread (s / s_0)**WIDENING_DECAY)`` (``s_0`` the step length then)."""
+        if not self.widened:
+            return self.spread
+        decay = (self.step_length / self.widened_at) ** WIDENING_DECAY
+        return max(SPREAD, self.spread * decay)
 
     def shorten(self, factor: float, *, stalled: bool = False) -> None:
         """Restart with steps and radius ``factor`` times as long (``factor < 1``), from a

@@ -65,7 +65,7 @@ def rebuilt_for_noise(
         name, step.x, rng=step.source, scale=step.scale, maxfev=maxfev, options=noisy,
         first_step=first,
     )  # fmt: skip
-    if step.control is not None:
+    if step.control is not None and step.control.widened:
         rebuilt.widen(step.control.spread / SPREAD)
     return rebuilt, options
 
