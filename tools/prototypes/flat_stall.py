@@ -10,9 +10,9 @@ converged. Here such a stall ends the run instead of rescaling (COCO f16, d = 5,
 the run to 2 603, here to 1 402). Measured on 2026-11-27 with the option ``new_starts``
 (COCO ``bbob``, instances 1-5, ``1000 d``): d = 5, seeds 0-4, median 0.655 (mean 0.655)
 against the package's 0.655 (0.654; Weierstrass f16 0.18 -> 0.20, nothing else moved); d = 2,
-11 seeds, every figure the package's: the flat stalls are rare, and a run that ends sooner
-on f16 leaves budget to a widened start that does not solve it either. Not kept. Run through
-``variant.py``; not a part of zovh_opt.
+11 seeds, every figure the package's: the flat stalls are rare, and at d = 5 a run that
+ends sooner on f16 leaves its budget to a widened start that rarely solves f16 either. Not
+kept. Run through ``variant.py``; not a part of zovh_opt.
 """
 
 from zovh_opt import _safeguard, _stopping
