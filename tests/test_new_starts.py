@@ -197,6 +197,23 @@ def test_a_widened_run_saved_and_loaded_goes_on_as_it_would_have(tmp_path):
     np.testing.assert_array_equal(np.asarray(loaded.ask()), np.asarray(whole.ask()))
 
 
+def test_a_noisy_objective_starts_again_only_with_a_tolerance_given():
+    """Once noise is known the tolerances left ``"auto"`` go: the first run spends
+    ``maxfev`` and no new start follows; with an ``xtol`` given it converges and one does."""
+    noise = np.random.default_rng(0)
+
+    def sphere(x):
+        return float(np.sum(np.asarray(x) ** 2)) + 0.1 * noise.normal()
+
+    options = {"maxfev": 6000, "new_starts": 5}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        plain = zovh_opt.minimize(sphere, np.full(5, 3.0), rng=0, options=options)
+        given = zovh_opt.minimize(sphere, np.full(5, 3.0), rng=0, options={**options, "xtol": 0.01})
+    assert [run["status"] for run in plain.runs] == [1] and plain.nfev == 6000
+    assert len(given.runs) > 1 and given.runs[0]["status"] == 0
+
+
 def test_a_widened_start_takes_more_pairs_where_it_widens():
     """`new_start` with a widening and the first run's pairs takes `widened_pairs` of them
     (``round(pairs * sqrt(widening))``), without a widening the pairs as given; the loop
