@@ -316,8 +316,8 @@ def minimize(
     new_starts : int, default 0
         After a run has converged (status 0), or failed where ``f`` has no finite values
         (status 3), start again from elsewhere, up to this many times (a run on an
-        objective known to be noisy converges only by an ``ftol`` or ``xtol`` given: those
-        left ``"auto"`` go with the noise), while
+        objective known to be noisy converges only by an ``ftol``, ``xtol`` or
+        ``flat_iterations`` given: those left ``"auto"`` go with the noise), while
         ``maxfev`` and ``maxtime`` (counted over all runs) leave room: the ``k``-th new
         start is uniform in the box where both bounds are finite, else
         ``x0 + 2**(k-1) |x0| / sqrt(d) * N(0, I)`` (``|x0|``: ``sqrt(d)`` at ``x0 = 0``).
