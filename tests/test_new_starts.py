@@ -143,16 +143,24 @@ def test_above_d_3_new_starts_alternate_by_the_evaluations_each_regime_spent(mon
     assert pairs[1:] == [next(grown) * first if r == "widened" else "auto" for r in expected]
 
 
-def test_a_widened_start_keeps_its_radius_when_noise_rebuilds_it():
-    """Noise found at x0 builds the method again with more pairs; the widening stays, and
-    decays from the rebuilt run's first step."""
+def noisy_at_x0(widening=None):
+    """An `Optimizer` (d = 6), widened that many times where given, after noise found in its
+    measurements at x0 rebuilt its method (its first ask away from x0 made)."""
     noise = np.random.default_rng(0)
     optimizer = zovh_opt.Optimizer(np.full(6, 0.5), rng=0)
-    optimizer._step.widen(16.0)
+    if widening is not None:
+        optimizer._step.widen(widening)
     points = np.asarray(optimizer.ask())
     while np.all(points == points[0]):  # the measurements at x0
         optimizer.tell([rastrigin(x) + noise.normal() for x in points])
         points = np.asarray(optimizer.ask())
+    return optimizer
+
+
+def test_a_widened_start_keeps_its_radius_when_noise_rebuilds_it():
+    """Noise found at x0 builds the method again with more pairs; the widening stays, and
+    decays from the rebuilt run's first step."""
+    optimizer = noisy_at_x0(16.0)
     assert optimizer._step.n_directions > 5  # rebuilt for the noise
     control = optimizer._step.control
     assert control.spread == 16.0 and control.widened_at == control.step_length
@@ -161,12 +169,7 @@ def test_a_widened_start_keeps_its_radius_when_noise_rebuilds_it():
 def test_a_run_not_widened_stays_so_when_noise_rebuilds_it():
     """A first run rebuilt for noise keeps the plain spread at any step length (a widening of
     1 would grow it with steps longer than the first)."""
-    noise = np.random.default_rng(0)
-    optimizer = zovh_opt.Optimizer(np.full(6, 0.5), rng=0)
-    points = np.asarray(optimizer.ask())
-    while np.all(points == points[0]):
-        optimizer.tell([rastrigin(x) + noise.normal() for x in points])
-        points = np.asarray(optimizer.ask())
+    optimizer = noisy_at_x0()
     control = optimizer._step.control
     assert optimizer._step.n_directions > 5 and not control.widened
     control.step_length *= 1e3

@@ -40,9 +40,9 @@ docs, *Theory*, *Widened new starts smooth less as they converge*). COCO ``bbob`
 ``1000 d``, the fraction of triples solved with and without the widening when it was adopted
 (docs, *Theory*, *New starts*): instances 1-5, d = 2 / 5 / 10 / 20: 0.624 / 0.531 / 0.521 /
 0.435 against 0.612 / 0.483 / 0.481 / 0.444; instances 6-10, d = 2 / 5 / 10: 0.580 / 0.565 /
-0.516 against 0.573 / 0.501 / 0.451.
-Doubling the pairs per iteration at each new start instead solved fewer (instances 1-3:
-0.582 against 0.617 at d = 2, 0.465 against 0.483 at d = 5, 0.443 against 0.455 at d = 10).
+0.516 against 0.573 / 0.501 / 0.451. Doubling the pairs per iteration at each new start
+instead solved fewer (instances 1-3: 0.582 against 0.617 at d = 2, 0.465 against 0.483 at
+d = 5, 0.443 against 0.455 at d = 10).
 
 Up to ``d = 3`` (`LOCAL_DIMENSIONS`) every new start is local (the phase,
 and at ``d = 2`` its basin hopping): a local run there takes a few hundred evaluations, so
