@@ -226,6 +226,32 @@ def test_noise_seeds_shift_the_noise_stream_and_pair_the_runs():
     assert noise.paired(records, {**s, "solvers": ["zovh"]}) == {}
 
 
+@pytest.mark.parametrize("solver", ["zovh-new-starts", "L-BFGS-B (FD)", "COBYQA", "IPOP-CMA-ES"])
+def test_coco_bounds_keep_every_solver_in_the_box(solver):
+    """``--bounds``: each solver is given the box, and evaluates ``f`` only in it (the
+    sphere's minimum lies outside, at a corner's far side)."""
+    from zovh_opt.benchmarks import coco
+
+    if solver == "IPOP-CMA-ES":
+        pytest.importorskip("cma")
+    seen = []
+
+    def sphere(x):
+        seen.append(np.array(x, dtype=float))
+        return float(np.sum((np.asarray(x) - 2.0) ** 2))
+
+    d = 3
+    box = (np.full(d, -1.0), np.full(d, 1.0))
+    fun = coco.Tracked(sphere, 0.0, 150 * d)
+    try:
+        coco._run(solver, fun, np.zeros(d), seed=1, box=box)
+    except coco.BudgetExhausted:
+        pass
+    points = np.array(seen)
+    assert len(points) > d and np.all(np.abs(points) <= 1.0)
+    assert fun.best < 3.0 * 1.01  # near the corner (1, 1, 1), where f = 3
+
+
 @pytest.mark.parametrize("variant, curvature", [("zovh-paper", "off"), ("zovh-model", "diagonal")])
 def test_coco_variants_pin_the_curvature_model(variant, curvature):
     """The two sides of the default's budget rule: at 10 d the default runs the paper's

@@ -23,6 +23,10 @@ evaluations, at its documented defaults:
 * ``sep-CMA-ES``: pycma's ``CMAEvolutionStrategy(x0, 2, {"CMA_diagonal": True})``, the
   ``sigma0`` of COCO's own pycma example for the domain ``[-5, 5]^d``.
 
+With ``--bounds`` every solver is given the problems' box (``[-5, 5]^d`` on ``bbob``) as
+bounds, as a user who knows it would: ``zovh`` and SciPy's through ``bounds=``, pycma's
+through its ``bounds`` option (its default handling, a transformation onto the box).
+
 A solver that stops before the budget is spent is restarted from a uniform point of
 ``[-4, 4]^d`` (the first start is COCO's ``initial_solution``), as COCO's example experiment
 does; a run is cut at the budget. The measure is COCO's anytime one: a (function, instance,
@@ -138,11 +142,12 @@ def solve(job: tuple[str, dict[str, Any], int]) -> list[dict[str, Any]]:
         # seed 0: the seeds of every record from before --seeds
         starts = np.random.default_rng(index if seed == 0 else (seed, index))
         x0 = np.asarray(problem.initial_solution, dtype=float)
+        box = (problem.lower_bounds, problem.upper_bounds) if s.get("bounds") else None
         ends: list[str] = []
         while fun.nfev < fun.budget:
             try:
                 run_seed = len(ends) + 1000 * index + SEED_STRIDE * seed
-                ends.append(_run(solver, fun, x0, seed=run_seed))
+                ends.append(_run(solver, fun, x0, seed=run_seed, box=box))
             except BudgetExhausted:
                 ends.append("budget")
             x0 = starts.uniform(-4, 4, problem.dimension)
@@ -159,8 +164,12 @@ def solve(job: tuple[str, dict[str, Any], int]) -> list[dict[str, Any]]:
     return results
 
 
-def _run(solver: str, fun: Tracked, x0: np.ndarray, seed: int) -> str:
-    """One run from ``x0`` within what is left of the budget; how it ended."""
+def _run(
+    solver: str, fun: Tracked, x0: np.ndarray, seed: int, box: tuple[Any, Any] | None = None
+) -> str:
+    """One run from ``x0`` within what is left of the budget, in the ``box`` (lower and upper
+    bounds, ``--bounds``) where given; how it ended."""
+    bounds = None if box is None else list(zip(*box, strict=True))
     remaining = fun.budget - fun.nfev
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -170,7 +179,7 @@ def _run(solver: str, fun: Tracked, x0: np.ndarray, seed: int) -> str:
             method = "zovh" if solver in VARIANTS else solver
             options = {"maxfev": remaining, **VARIANTS.get(solver, {})}
             try:
-                res = minimize(fun, x0, method=method, rng=seed, options=options)
+                res = minimize(fun, x0, method=method, bounds=bounds, rng=seed, options=options)
             except ValueError as error:  # less than one iteration and the final point
                 if "maxfev must allow" not in str(error):
                     raise
@@ -182,7 +191,7 @@ def _run(solver: str, fun: Tracked, x0: np.ndarray, seed: int) -> str:
 
             method = solver.split()[0]
             option = "maxfun" if method == "L-BFGS-B" else "maxfev"
-            res = scipy_minimize(fun, x0, method=method, options={option: remaining})
+            res = scipy_minimize(fun, x0, method=method, bounds=bounds, options={option: remaining})
             return f"status {res.status}"
         import cma
 
@@ -194,14 +203,15 @@ def _run(solver: str, fun: Tracked, x0: np.ndarray, seed: int) -> str:
                 return first.pop() if first else starts.uniform(-4, 4, x0.shape[0])
 
             options = {"maxfevals": remaining, "seed": seed + 1, "verbose": -9}
+            if box is not None:
+                options["bounds"] = [list(box[0]), list(box[1])]
             _, es = cma.fmin2(fun, start, SIGMA0, options, restarts=9, incpopsize=2)
             return ",".join(sorted(es.stop()))
 
-        es = cma.CMAEvolutionStrategy(
-            x0,
-            SIGMA0,
-            {"CMA_diagonal": True, "maxfevals": remaining, "seed": seed + 1, "verbose": -9},
-        )
+        options = {"CMA_diagonal": True, "maxfevals": remaining, "seed": seed + 1, "verbose": -9}
+        if box is not None:
+            options["bounds"] = [list(box[0]), list(box[1])]
+        es = cma.CMAEvolutionStrategy(x0, SIGMA0, options)
         while not es.stop():
             candidates = es.ask()
             es.tell(candidates, [fun(c) for c in candidates])
@@ -222,6 +232,7 @@ def settings(args: argparse.Namespace) -> dict[str, Any]:
             "log": False,
             "out": str(args.out.resolve()),
             "seeds": 1,
+            "bounds": args.bounds,
         }
     return {
         "suite": args.suite,
@@ -233,6 +244,7 @@ def settings(args: argparse.Namespace) -> dict[str, Any]:
         "log": not args.no_cocopp,
         "out": str(args.out.resolve()),
         "seeds": args.seeds,
+        "bounds": args.bounds,
     }
 
 
@@ -254,6 +266,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--no-cocopp", action="store_true", help="skip COCO's logging and post-processing"
+    )
+    parser.add_argument(
+        "--bounds",
+        action="store_true",
+        help="give every solver the problems' box (bbob's [-5, 5]^d) as bounds",
     )
     parser.add_argument(
         "--seeds",
@@ -318,6 +335,8 @@ def run(args: argparse.Namespace) -> int:
         f"problem; targets f - f_opt <= 1e1, 1e0, ..., 1e-7 (COCO's anytime measure, restarts "
         "included). Fraction of (function, instance, target) triples solved within the "
         f"number of evaluations of each column{over}; higher is better."
+        + " Every solver was given the problems' box as bounds (`--bounds`)."
+        * bool(s.get("bounds"))
     )
     rows = []
     for solver, runs in results.items():
