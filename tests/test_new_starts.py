@@ -110,9 +110,9 @@ def test_above_d_3_new_starts_alternate_by_the_evaluations_each_regime_spent(mon
     factors, phases, pairs = [], [], []
     widen, optimizer = AskTellMethod.widen, _new_starts.Optimizer
 
-    def spy(self, factor):
+    def spy(self, factor, reach=math.inf):
         factors.append(factor)
-        widen(self, factor)
+        widen(self, factor, reach)
 
     def built(*args, options, **kwargs):
         phases.append(options.get("quasi_newton", "auto"))
@@ -176,13 +176,14 @@ def test_a_run_not_widened_stays_so_when_noise_rebuilds_it():
     assert control.current_spread() == SPREAD
 
 
-def test_a_widened_run_saved_and_loaded_goes_on_as_it_would_have(tmp_path):
-    """The widening's reference step length travels in a checkpoint: 60 iterations, a save
-    and a load, 60 more ask what 120 uninterrupted ones do."""
+@pytest.mark.parametrize("reach", [math.inf, 1.5])
+def test_a_widened_run_saved_and_loaded_goes_on_as_it_would_have(tmp_path, reach):
+    """The widening's reference step length and its reach travel in a checkpoint: 60
+    iterations, a save and a load, 60 more ask what 120 uninterrupted ones do."""
 
     def widened():
         optimizer = zovh_opt.Optimizer(np.full(5, 0.7), options={"quasi_newton": False}, rng=3)
-        optimizer._step.widen(4.0)
+        optimizer._step.widen(4.0, reach)
         return optimizer
 
     def iterate(optimizer, n):
@@ -196,8 +197,35 @@ def test_a_widened_run_saved_and_loaded_goes_on_as_it_would_have(tmp_path):
     loaded = zovh_opt.Optimizer.load(tmp_path / "widened.pkl")
     iterate(loaded, 60)
     control = loaded._step.control
-    assert control.widened and 1.0 < control.current_spread() < 4.0  # it has decayed
+    assert control.widened and control.widening_reach == reach
+    assert 1.0 <= control.current_spread() < 4.0  # it has decayed, or was cut to its reach
     np.testing.assert_array_equal(np.asarray(loaded.ask()), np.asarray(whole.ask()))
+
+
+def test_a_widened_start_in_a_box_converges():
+    """In a box the map repeats ``f`` with a period of about twice its width
+    (`zovh_opt._bounds`), and ``f`` smoothed at that scale is flat: a widened new start whose
+    queries reached that far read noise as slope and wandered (a sphere in ``[-5, 5]^5``,
+    widened 16 times: f from 0.5 to 3 after 5 000 evaluations). Its queries keep within a
+    tenth of the narrowest width per coordinate (`_new_starts.BOX_REACH`), and it converges."""
+    from zovh_opt import _new_starts
+
+    def sphere(x):
+        return float(np.sum((np.asarray(x) - 1.0) ** 2))
+
+    x0, box = np.zeros(5), [(-5.0, 5.0)] * 4 + [(-50.0, 50.0)]
+    pairs = zovh_opt.Optimizer(x0)._step.n_directions
+    options = {"maxfev": 5000, "quasi_newton": False}
+    for seed in range(3):
+        draws = np.random.default_rng(seed)
+        optimizer = _new_starts.new_start(x0, "zovh", 1, draws, box, options, None, 16.0, pairs)
+        # the bounds' widths are the run's units (`x_scale`'s default): each is 1 there
+        reach = optimizer._step.control.widening_reach
+        assert reach == pytest.approx(_new_starts.BOX_REACH * math.sqrt(5))
+        res = optimizer.run(sphere)
+        assert res.status == 0 and res.fun < 1e-10 and res.nfev < 2000
+    unbounded = _new_starts.new_start(x0, "zovh", 1, draws, None, options, None, 16.0, pairs)
+    assert unbounded._step.control.widening_reach == math.inf
 
 
 def test_a_noisy_objective_starts_again_only_with_a_tolerance_given():

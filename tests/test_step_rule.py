@@ -196,6 +196,30 @@ def test_a_widened_runs_widening_falls_with_its_steps_to_one():
         assert wide._step_level() == pytest.approx(level, abs=1e-9)
 
 
+def test_a_widening_stays_within_its_reach():
+    """``widen(16, reach)``: the widening is cut so that ``mu sqrt(d)`` starts at ``reach``
+    (never below the plain spread), decays from there as any widening does, and stays within
+    ``reach`` where longer steps would take it beyond; ``reach=inf`` is ``widen(16)``."""
+    from zovh_opt._step_size import SPREAD, StepSizeControl
+
+    plain, unbounded = StepSizeControl(dim=5, scale=1.0), StepSizeControl(dim=5, scale=1.0)
+    plain.widen(16.0)
+    unbounded.widen(16.0, math.inf)
+    assert plain.__dict__ == unbounded.__dict__ and plain.spread == 16.0 * SPREAD
+    wide = StepSizeControl(dim=5, scale=1.0)
+    first = wide.step_length
+    wide.widen(16.0, reach=4.0 * first)
+    assert wide.spread == pytest.approx(4.0) and wide.current_spread() == pytest.approx(4.0)
+    assert wide.smoothing == pytest.approx(4.0 * first / math.sqrt(5), rel=1e-12)
+    for longer, spread in ((2.0**-8, 2.0), (2.0**-24, 1.0), (2.0, 2.0), (2.0**8, 1.0)):
+        wide.step_length = first * longer
+        assert wide.current_spread() == pytest.approx(spread * SPREAD, rel=1e-12)
+        assert wide.current_spread() * wide.step_length <= max(4.0 * first, wide.step_length)
+    short = StepSizeControl(dim=5, scale=1.0)
+    short.widen(16.0, reach=short.step_length / 2)
+    assert short.spread == SPREAD and short.current_spread() == SPREAD
+
+
 def rastrigin(x):
     return float(10 * x.shape[0] + np.sum(x * x - 10 * np.cos(2 * np.pi * x)))
 

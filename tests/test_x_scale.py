@@ -3,6 +3,8 @@ the bounds give (issue #29, item 3)."""
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
 import scipy.optimize
@@ -206,3 +208,20 @@ def test_the_paper_iterations_inverse_is_left_out_in_other_units():
     res = zovh_opt.minimize(lambda x: float(x @ x), np.ones(20), rng=0, options=options)
     assert res.iteration.startswith("Algorithm 1") and "hess_inv" not in res
     assert res.jac.shape == (20,)
+
+
+def test_the_narrowest_width_is_in_the_runs_coordinates():
+    """`Coordinates.narrowest_width`: the narrowest finite interval of the box (fixed
+    variables and one-sided bounds aside) over ``x_scale`` and the run's unit; ``inf``
+    without an interval."""
+    from zovh_opt._coordinates import Coordinates
+
+    x0 = np.array([1.0, 2.0, 3.0, 0.5])
+    bounds = [(0.0, 4.0), (1.0, 7.0), (3.0, 3.0), (0.0, None)]
+    coordinates, _, _ = Coordinates.start(x0, bounds, {}, x_scale=[2.0, 1.0, 1.0, 1.0])
+    assert coordinates.narrowest_width() == 2.0  # 4 / 2, before 6 / 1
+    coordinates.unit = 0.5
+    assert coordinates.narrowest_width() == 4.0
+    one_sided, _, _ = Coordinates.start(x0, [(0.0, None)] * 4, {})
+    assert one_sided.narrowest_width() == math.inf
+    assert Coordinates.start(x0, None, {})[0].narrowest_width() == math.inf

@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from ._backend import ArraySpace, namespace_of, norm
+from ._backend import ArraySpace, namespace_of, norm, to_numpy
 from ._bounds import Box, box_of
 from ._curvature import DiagonalOperator
 from ._step_size import INITIAL_STEP, length_scale
@@ -147,6 +147,20 @@ class Coordinates:
         or in a box the rule's `INITIAL_STEP` (the box map folds f at the faces, where the
         full model's longer first step made runs from a face stall)."""
         return None if self.box is None else INITIAL_STEP
+
+    def narrowest_width(self) -> float:
+        """The narrowest width ``u - l`` of the box's finite intervals (fixed variables
+        aside) in the run's coordinates, where the box map repeats with a period of about
+        twice it (`zovh_opt._bounds`); ``inf`` where no coordinate has two finite bounds."""
+        if self.box is None:
+            return math.inf
+        lower, upper = self.box.host
+        with np.errstate(over="ignore", invalid="ignore"):
+            widths = upper - lower
+        if self.x_scale is not None:
+            widths = widths / np.asarray(to_numpy(self.x_scale), dtype=np.float64)
+        widths = widths[np.isfinite(widths) & (widths > 0)] / self.unit
+        return float(widths.min()) if widths.size else math.inf
 
     @property
     def all_fixed(self) -> bool:

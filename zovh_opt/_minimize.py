@@ -329,7 +329,8 @@ def minimize(
         root of how much its steps have shortened, with ``min(8, 2**j)`` times its pairs
         (``f`` smoothed at a coarser scale and averaged over more queries, as
         IPOP-CMA-ES's population, doubled at each restart; its asks, and a ``vectorized``
-        batch, are that many times larger). The result is the best run's, with
+        batch, are that many times larger); in a box its queries stay within a tenth of the
+        narrowest width per coordinate. The result is the best run's, with
         ``nfev`` and ``nit`` of all and ``runs`` (each run's ``fun``, ``nfev``, ``nit``,
         ``status``). For multimodal objectives with a budget to spend; ``minimize`` only
         (an `Optimizer` is one run).

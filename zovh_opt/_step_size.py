@@ -20,7 +20,8 @@ last accepted point, and the f estimate of the batch taken there.
 - The smoothing radius follows the step length: queries lie at ``mu |u| ~ mu sqrt(d)`` from
   their centre, and ``mu sqrt(d)`` is kept within a factor 2 of ``spread`` (``SPREAD``; a new
   start widens it ``W`` times, `StepSizeControl.widen`, a widening that falls as
-  ``(s / s_0)**WIDENING_DECAY`` with the running step length ``s``, to 1) times the running
+  ``(s / s_0)**WIDENING_DECAY`` with the running step length ``s``, to 1; in a box ``mu``
+  stays within a tenth of its narrowest width) times the running
   geometric mean of the trial step lengths, on the grid ``mu0 2**k`` (a decrease goes down
   at least two steps of the grid). As the run converges the
   radius shrinks with the steps, so the precision is not capped at the ``O(mu**2)`` bias of a
@@ -87,7 +88,7 @@ NOISE_CHECKED = 3  # batches at a level before the noise floor compares their sp
 
 NOISE_FIELDS = ("noisy", "start_noise", "noise_variance", "spread_squares", "residuals")
 # fields a checkpoint written before them lacks: their value at the start of a run stands
-LATER_FIELDS = (*NOISE_FIELDS, "spread", "widened_at")
+LATER_FIELDS = (*NOISE_FIELDS, "spread", "widened_at", "widening_reach")
 
 # what the centre of the batch just evaluated was
 MEASURE, TRIAL = "measure", "trial"
@@ -133,6 +134,7 @@ class StepSizeControl:
         self.trial_length = math.nan  # of the latest trial
         self.spread = SPREAD  # mu sqrt(d) over the running step length (widened: at s_0)
         self.widened_at = math.nan  # s_0, the step length when the run was widened
+        self.widening_reach = math.inf  # the widened mu sqrt(d) at most (`widen`)
         self.base_smoothing = self.spread * self.step_length / math.sqrt(self.dim)
         self.level = 0  # mu = base_smoothing * 2**level
         self.anchor = False  # set the learning rate from the step length at the next trial
@@ -314,13 +316,21 @@ class StepSizeControl:
         allows it."""
         self.trust_radius *= factor
 
-    def widen(self, factor: float) -> None:
+    def widen(self, factor: float, reach: float = math.inf) -> None:
         """Before the first batch: queries ``factor`` times as far from their centre,
         relative to the steps, a widening that falls as the steps shorten (`current_spread`;
-        a new start's smoothing at a coarser scale)."""
+        a new start's smoothing at a coarser scale). A widening ``mu sqrt(d)`` never exceeds
+        ``reach`` (in a box a fraction of its width, `zovh_opt._new_starts.BOX_REACH`): one
+        that would at the first step is cut to it (not below ``SPREAD``) and falls from
+        there."""
         self.spread *= factor
         self.base_smoothing *= factor
+        within = max(SPREAD, reach / self.step_length) / self.spread
+        if within < 1:
+            self.spread *= within
+            self.base_smoothing *= within
         self.widened_at = self.step_length
+        self.widening_reach = reach
 
     @property
     def widened(self) -> bool:
@@ -329,11 +339,13 @@ class StepSizeControl:
 
     def current_spread(self) -> float:
         """``mu sqrt(d)`` over the running step length ``s``: ``spread``, or after `widen`
-        ``max(SPREAD, spread (s / s_0)**WIDENING_DECAY)`` (``s_0`` the step length then)."""
+        ``max(SPREAD, spread (s / s_0)**WIDENING_DECAY)`` (``s_0`` the step length then),
+        within ``widening_reach / s`` where that is above ``SPREAD``."""
         if not self.widened:
             return self.spread
         decay = (self.step_length / self.widened_at) ** WIDENING_DECAY
-        return max(SPREAD, self.spread * decay)
+        widened = max(SPREAD, self.spread * decay)
+        return min(widened, max(SPREAD, self.widening_reach / self.step_length))
 
     def shorten(self, factor: float, *, stalled: bool = False) -> None:
         """Restart with steps and radius ``factor`` times as long (``factor < 1``), from a

@@ -66,7 +66,7 @@ def rebuilt_for_noise(
         first_step=first,
     )  # fmt: skip
     if step.control is not None and step.control.widened:
-        rebuilt.widen(step.control.spread / SPREAD)
+        rebuilt.widen(step.control.spread / SPREAD, step.control.widening_reach)
     return rebuilt, options
 
 

@@ -381,12 +381,13 @@ class AskTellMethod(BuildChoices, PendingPoints):
         """Whether `widen` acts: the step rule with ``smoothing="auto"``."""
         return self._adapt_smoothing
 
-    def widen(self, factor: float) -> None:
+    def widen(self, factor: float, reach: float = math.inf) -> None:
         """Before the first ``ask``: with the step rule and ``smoothing="auto"``, query
         ``factor`` times as far from the centre, relative to the steps, as the rule's
-        default (`zovh_opt._step_size.StepSizeControl.widen`); otherwise nothing."""
+        default, with ``mu sqrt(d)`` within ``reach`` by it
+        (`zovh_opt._step_size.StepSizeControl.widen`); otherwise nothing."""
         if self._adapt_smoothing:
-            self.control.widen(factor)
+            self.control.widen(factor, reach)
             self._set_smoothing(self.control.smoothing)
 
     def _discard_all(self) -> None:
