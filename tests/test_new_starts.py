@@ -143,13 +143,14 @@ def test_above_d_3_new_starts_alternate_by_the_evaluations_each_regime_spent(mon
     assert pairs[1:] == [next(grown) * first if r == "widened" else "auto" for r in expected]
 
 
-def noisy_at_x0(widening=None):
-    """An `Optimizer` (d = 6), widened that many times where given, after noise found in its
-    measurements at x0 rebuilt its method (its first ask away from x0 made)."""
+def noisy_at_x0(widening=None, reach=math.inf):
+    """An `Optimizer` (d = 6), widened that many times (within ``reach``) where given, after
+    noise found in its measurements at x0 rebuilt its method (its first ask away from x0
+    made)."""
     noise = np.random.default_rng(0)
     optimizer = zovh_opt.Optimizer(np.full(6, 0.5), rng=0)
     if widening is not None:
-        optimizer._step.widen(widening)
+        optimizer._step.widen(widening, reach)
     points = np.asarray(optimizer.ask())
     while np.all(points == points[0]):  # the measurements at x0
         optimizer.tell([rastrigin(x) + noise.normal() for x in points])
@@ -164,6 +165,9 @@ def test_a_widened_start_keeps_its_radius_when_noise_rebuilds_it():
     assert optimizer._step.n_directions > 5  # rebuilt for the noise
     control = optimizer._step.control
     assert control.spread == 16.0 and control.widened_at == control.step_length
+    within = noisy_at_x0(16.0, reach=2.0)._step.control  # its reach goes with it
+    assert within.widening_reach == 2.0
+    assert within.current_spread() == pytest.approx(2.0 / within.step_length)
 
 
 def test_a_run_not_widened_stays_so_when_noise_rebuilds_it():
