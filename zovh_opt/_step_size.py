@@ -319,10 +319,10 @@ class StepSizeControl:
     def widen(self, factor: float, reach: float = math.inf) -> None:
         """Before the first batch: queries ``factor`` times as far from their centre,
         relative to the steps, a widening that falls as the steps shorten (`current_spread`;
-        a new start's smoothing at a coarser scale). A widening ``mu sqrt(d)`` never exceeds
-        ``reach`` (in a box a fraction of its width, `zovh_opt._new_starts.BOX_REACH`): one
-        that would at the first step is cut to it (not below ``SPREAD``) and falls from
-        there."""
+        a new start's smoothing at a coarser scale). The widened ``mu sqrt(d)`` stays within
+        ``reach`` (in a box a fraction of its width, `zovh_opt._new_starts.BOX_REACH`), or at
+        the plain spread where that is more: a widening that would exceed it at the first
+        step is cut to it and falls from there."""
         self.spread *= factor
         self.base_smoothing *= factor
         within = max(SPREAD, reach / self.step_length) / self.spread

@@ -169,7 +169,8 @@ def _run(
 ) -> str:
     """One run from ``x0`` within what is left of the budget, in the ``box`` (lower and upper
     bounds, ``--bounds``) where given; how it ended."""
-    bounds = None if box is None else list(zip(*box, strict=True))
+    bounds = None if box is None else list(zip(*box, strict=True))  # SciPy's and zovh's form
+    cma_bounds = {} if box is None else {"bounds": [list(box[0]), list(box[1])]}  # pycma's
     remaining = fun.budget - fun.nfev
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -202,16 +203,12 @@ def _run(
             def start() -> np.ndarray:
                 return first.pop() if first else starts.uniform(-4, 4, x0.shape[0])
 
-            options = {"maxfevals": remaining, "seed": seed + 1, "verbose": -9}
-            if box is not None:
-                options["bounds"] = [list(box[0]), list(box[1])]
+            options = {"maxfevals": remaining, "seed": seed + 1, "verbose": -9, **cma_bounds}
             _, es = cma.fmin2(fun, start, SIGMA0, options, restarts=9, incpopsize=2)
             return ",".join(sorted(es.stop()))
 
         options = {"CMA_diagonal": True, "maxfevals": remaining, "seed": seed + 1, "verbose": -9}
-        if box is not None:
-            options["bounds"] = [list(box[0]), list(box[1])]
-        es = cma.CMAEvolutionStrategy(x0, SIGMA0, options)
+        es = cma.CMAEvolutionStrategy(x0, SIGMA0, {**options, **cma_bounds})
         while not es.stop():
             candidates = es.ask()
             es.tell(candidates, [fun(c) for c in candidates])
