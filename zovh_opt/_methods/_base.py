@@ -384,7 +384,7 @@ class AskTellMethod(BuildChoices, PendingPoints):
     def widen(self, factor: float, reach: float = math.inf) -> None:
         """Before the first ``ask``: with the step rule and ``smoothing="auto"``, query
         ``factor`` times as far from the centre, relative to the steps, as the rule's
-        default, with ``mu sqrt(d)`` within ``reach`` by it
+        default, the widened ``mu sqrt(d)`` kept within ``reach``
         (`zovh_opt._step_size.StepSizeControl.widen`); otherwise nothing."""
         if self._adapt_smoothing:
             self.control.widen(factor, reach)
