@@ -12,6 +12,7 @@ from scipy.optimize import Bounds, OptimizeWarning
 import zovh_opt
 from zovh_opt._backend import ArraySpace
 from zovh_opt._bounds import box_of
+from zovh_opt._coordinates import Coordinates
 
 BOUNDS = [(0.0, 1.0), (-5.0, None), (None, 3.0), (2.0, 2.0), (-1e3, 1e4), (None, None)]
 
@@ -265,3 +266,47 @@ def test_bounds_on_every_backend_keep_points_dtype_and_device(backend):
     assert np.all(seen >= -1.0) and np.all(seen <= 1.0)
     assert res.x.dtype == xp.float32 and type(res.x) is type(x0)
     assert np.allclose(backend.to_numpy(res.x), 1.0, atol=0.05)
+
+
+def test_a_point_moved_into_one_period_is_the_same_box_point(backend):
+    """`Coordinates.in_one_period` moves each coordinate with a finite interval by whole
+    periods of the map into the period that holds the box (``[0, 1]``: margin 0.05, period
+    ``[-0.6, 1.6)``; ``[-1e3, 1e4]``: margin 550, ``[-7600, 16600)``; the fixed ``[2, 2]``,
+    ``[0, 4)``), and maps to the same user point bit for bit; one-sided and open coordinates
+    stay, and a point in that period already is returned itself."""
+    x0 = backend.asarray([0.5, 0.0, 0.0, 2.0, 0.0, 0.0])
+    coordinates, _, _ = Coordinates.start(x0, BOUNDS, {})
+    space = ArraySpace(x0)
+    rng = np.random.default_rng(5)
+    for row in rng.normal(scale=[5, 50, 50, 50, 1e5, 50], size=(200, 6)):
+        z = space.to_compute(backend.asarray(row))
+        moved = coordinates.in_one_period(z)
+        # (the run's points are compute arrays: NumPy views of CPU tensors)
+        x = coordinates.to_user(space.to_user(z))
+        x_moved = coordinates.to_user(space.to_user(moved))
+        np.testing.assert_array_equal(backend.to_numpy(x_moved), backend.to_numpy(x))
+        host = backend.to_numpy(space.to_user(moved))
+        assert -0.6 <= host[0] < 1.6 and -7600 <= host[4] < 16600
+        assert 0 <= host[3] < 4  # the fixed variable's (margins of 1): any z gives 2
+        np.testing.assert_array_equal(host[1:3], row[1:3])
+        assert host[5] == row[5]
+    inside = space.to_compute(backend.asarray([1.5, -80.0, 9.0, 3.0, -7600.0, 1e9]))
+    assert coordinates.in_one_period(inside) is inside
+
+
+def test_in_one_period_with_scales_keeps_the_box_point():
+    """With ``x_scale`` (the bounds' widths, the default where every coordinate has a
+    bound) the period is in scaled coordinates; the moved point maps to the same box point
+    up to the rounding of the scale."""
+    bounds = [(0.0, 1.0), (-50.0, 50.0), (1.0, 3.0)]
+    x0 = np.array([0.5, 0.0, 2.0])
+    coordinates, _, _ = Coordinates.start(x0, bounds, {})
+    assert coordinates.x_scale is not None
+    rng = np.random.default_rng(6)
+    for z in rng.normal(scale=20, size=(200, 3)):
+        moved = coordinates.in_one_period(z)
+        # the periods [l - 2a - w/2, u + 2a + w/2) over the widths w
+        assert np.all((moved >= [-0.6, -1.1, -0.1]) & (moved < [1.6, 1.1, 2.1]))
+        np.testing.assert_allclose(
+            coordinates.to_user(moved), coordinates.to_user(z), atol=1e-12 * 50
+        )

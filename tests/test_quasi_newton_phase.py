@@ -232,7 +232,8 @@ def test_a_phase_that_crawls_below_its_differences_resolution_ends(monkeypatch):
     1 750 of the 2 000 evaluations, 1 450 of them after its second hop in steps of about
     3e-9, below its difference step (1.5e-8), each of which still decreased f a little, and
     the run ended by its budget 3.0 above the minimum; `SHORT_STEPS` such steps in a row end
-    it, and the run ends by itself, lower."""
+    it, and the run ends by itself, lower. (Dropping the pairs after skipped ones,
+    `SKIPPED_PAIRS`, also ends that crawl: the counterfactual runs without either rule.)"""
     cocoex = pytest.importorskip("cocoex")
     problem = cocoex.Suite("bbob", "instances: 1", "dimensions: 2 function_indices: 16")[0]
 
@@ -247,9 +248,69 @@ def test_a_phase_that_crawls_below_its_differences_resolution_ends(monkeypatch):
     res = run()
     assert res.status == 0 and res.quasi_newton["nfev"] < 600
     monkeypatch.setattr(_gradient_phase, "SHORT_STEPS", 10**9)
+    monkeypatch.setattr(_gradient_phase, "SKIPPED_PAIRS", 10**9)
     crawled = run()
     assert crawled.status == 1 and crawled.quasi_newton["nfev"] > 1500
     assert res.fun < crawled.fun - 2.0
+
+
+def test_after_skipped_pairs_the_phase_drops_them_and_doubles_its_steps():
+    """On a concave f every secant pair shows negative curvature and is skipped. A pair left
+    from elsewhere (curvature 1e6) keeps the steps at 1e-6 of the gradient: after `SKIPPED_PAIRS`
+    such steps in a row the phase drops it, and without pairs each next step is twice the
+    last, up to the first step's 0.1 l."""
+    length = 1.0
+    x0 = np.array([1.0, -0.5, 0.25])
+
+    def f(x):
+        return -float(x @ x)
+
+    phase = QuasiNewtonPhase(x0, length, f(x0), recheck=False)
+    s = np.array([1.0, 0.0, 0.0])
+    phase.pairs = [(s, 1e6 * s, 1.0 / 1e6)]  # H = 1e-6 I after the two-loop recursion
+    lengths, x = [], x0
+    while len(lengths) < 24:
+        drive(phase, f, 1)
+        if not np.array_equal(np.asarray(phase.x), x):
+            lengths.append(float(np.linalg.norm(np.asarray(phase.x) - x)))
+            x = np.asarray(phase.x)
+    assert phase.ended is None and not phase.pairs
+    stale = lengths[: _gradient_phase.SKIPPED_PAIRS]  # 1e-6 |g| in the phase's unit of f
+    assert stale[0] < 1e-5 and stale == pytest.approx([stale[0]] * len(stale), rel=1e-4)
+    grown = np.array(lengths[_gradient_phase.SKIPPED_PAIRS - 1 :])
+    capped = np.minimum(2.0 ** np.arange(grown.size) * grown[0], 0.1 * length)
+    np.testing.assert_allclose(grown, capped, rtol=1e-9)
+    assert grown[-1] == pytest.approx(0.1 * length, rel=1e-12)
+
+
+def test_a_phase_on_the_box_maps_fold_leaves_it_after_skipped_pairs(monkeypatch):
+    """COCO's f6 at d = 2 (instance 1, its start, ``rng=0``) in its box ``[-5, 5]^2``: the
+    phase's fourth step lands beyond the fold at ``x_1 = 5``, where ``f o phi`` is concave
+    along ``z_1``; its secant pairs there are all skipped, and the pairs from the steep start
+    kept its steps at 4e-4 for 494 steps: the run ended by its budget 37 above the minimum.
+    With `SKIPPED_PAIRS` the run converges to it by itself."""
+    cocoex = pytest.importorskip("cocoex")
+    from zovh_opt.benchmarks.coco import optimal_value
+
+    def problem():
+        return cocoex.Suite("bbob", "instances: 1", "dimensions: 2 function_indices: 6")[0]
+
+    f_opt, p = optimal_value(problem()), problem()
+
+    def run():
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", scipy.optimize.OptimizeWarning)
+            return zovh_opt.minimize(
+                lambda x: float(p(np.asarray(x, dtype=float))), p.initial_solution, rng=0,
+                bounds=[(-5, 5)] * 2, options={"maxfev": 2000},
+            )  # fmt: skip
+
+    res = run()
+    assert res.success and res.fun - f_opt < 1e-6 and res.nfev < 1000
+    monkeypatch.setattr(_gradient_phase, "SKIPPED_PAIRS", 10**9)
+    crawled = run()
+    assert crawled.status == 1 and crawled.quasi_newton["nfev"] > 1900
+    assert crawled.fun - f_opt > 10
 
 
 def test_a_phase_cut_by_its_step_limit_resumes_where_the_method_found_nothing_lower(capsys):

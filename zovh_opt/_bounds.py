@@ -214,6 +214,26 @@ class Box:
         y[outside] = self._fold(y[outside], lambda a: xp.take(a, columns))
         return space.to_user(y)
 
+    def one_period(self, z: Any) -> tuple[Any, Any] | None:
+        """The compute array ``z`` moved by whole periods into the period ``[start, start +
+        period)`` that holds the box, coordinate by coordinate: ``(moved, shifted)``, where
+        ``moved`` marks the entries outside it and ``shifted`` holds every entry moved there
+        (as `_fold` moves them, so that ``phi`` of the shifted point is ``phi(z)`` bit for bit);
+        ``None`` where every entry is in it already or no coordinate has a period.
+
+        A run's iterate that steps across the box a few times lands far out in ``z`` where
+        ``phi(z)`` is near the box's centre, and a forward difference step relative to
+        ``|z|`` is then as much coarser (`zovh_opt._gradient_phase`).
+        """
+        if not self._periodic:
+            return None
+        xp = self.space.xp
+        start, period = self._start, self._period
+        moved = self._both & ((z < start) | (z >= start + period))
+        if not bool(xp.any(moved)):
+            return None
+        return moved, start + xp.remainder(z - start, period)
+
     def _fold(self, y: Any, picked: Any) -> Any:
         """``phi`` of the entries ``y``; ``picked(a)`` gives the per-coordinate array ``a`` at
         those entries."""

@@ -162,6 +162,21 @@ class Coordinates:
         widths = widths[np.isfinite(widths) & (widths > 0)] / self.unit
         return float(widths.min()) if widths.size else math.inf
 
+    def in_one_period(self, z: Any) -> Any:
+        """The run's point ``z`` (a compute array of shape ``(d,)``) moved by whole periods of
+        the box map into the period that holds the box (`Box.one_period`): the same user
+        point, its entries of the size of the box's. ``z`` itself where it is there already,
+        or the box has no period (no bounds, one-sided ones)."""
+        if self.box is None:
+            return z
+        scaled = self.unit != 1.0 or self.x_scale is not None
+        scale = self.unit if self.x_scale is None else self.unit * self._compute_scale(z)
+        found = self.box.one_period(z * scale if scaled else z)
+        if found is None:
+            return z
+        moved, shifted = found
+        return namespace_of(z).where(moved, shifted / scale if scaled else shifted, z)
+
     @property
     def all_fixed(self) -> bool:
         """Whether the bounds fix every variable: there is nothing to search."""

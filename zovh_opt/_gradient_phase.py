@@ -51,11 +51,17 @@ The phase keeps no curvature for the method: its secant pairs describe the path,
 model the method learns from its own pairs. With bounds it works in the run's coordinates
 ``z``, where the box map ``x = phi(z)`` (`zovh_opt._bounds`) is continuously differentiable:
 its differences and steps are those of ``f o phi``, whose minimum on a face is a smooth one.
+Since ``phi`` repeats, each accepted point is kept within the period of the map that holds
+the box (`zovh_opt._coordinates.Coordinates.in_one_period`: the same box point): a step
+across the box several times left ``z`` far out (``|z| = 74`` in ``[-5, 5]^5``), the
+difference steps, relative to ``|z|``, that much coarser, and the method's length scale
+after the phase, the norm of its point, that much longer.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from typing import Any
 
 from ._backend import ArraySpace, norm
@@ -112,6 +118,14 @@ STALLED_RATIO = 0.05
 # scale (Weierstrass's f16 at d = 2, after a hop) each such step still decreased f by a
 # little, so that the phase crawled 1 450 of the run's 2 000 evaluations in steps of 3e-9
 SHORT_STEPS = 3
+# the phase drops its secant pairs after this many steps in a row that decreased f at least
+# as much as their slope predicted and whose pair showed no positive curvature (skipped):
+# f is concave or linear along them, the pairs describe another region, and the steps they
+# scale can stay that region's length (COCO f6 at d = 2 in a box: 494 steps of 4e-4 on a
+# concave stretch of the box map's fold, 37 above the minimum); the next trial is then twice
+# the last step's length. Steps that decreased f less (rugged f: Katsuura's f23 at d = 2 lost
+# 0.49 to 0.37 of its targets without this condition) break the run of them
+SKIPPED_PAIRS = 2
 
 
 class QuasiNewtonPhase:
@@ -127,9 +141,20 @@ class QuasiNewtonPhase:
         ``f(x0)`` where it was measured (``None``: the first ask measures it).
     recheck : bool
         Whether each gradient measures its centre again (noise not ruled out).
+    within : callable, optional
+        Maps a point of the run's coordinates to the one the phase keeps for it: with bounds,
+        the same box point within one period of the box map
+        (`zovh_opt._coordinates.Coordinates.in_one_period`); by default the point itself.
     """
 
-    def __init__(self, x0: Any, length: float, value: float | None, recheck: bool) -> None:
+    def __init__(
+        self,
+        x0: Any,
+        length: float,
+        value: float | None,
+        recheck: bool,
+        within: Callable[[Any], Any] | None = None,
+    ) -> None:
         self.space = ArraySpace(x0)
         self.xp = self.space.xp
         self.x = self.space.copy_in(x0)
@@ -140,9 +165,12 @@ class QuasiNewtonPhase:
             self.fx = self._in_unit([float(value)])[0]
         self.start, self.f_start = self.x, self.fx  # x0 and f(x0)
         self.recheck = bool(recheck)
+        self.within = _itself if within is None else within
         self.eps = float(self.xp.finfo(self.space.dtype).eps)
         self.g = self.space.zeros((self.space.dim,))
         self.pairs: list[tuple[Any, Any, float]] = []  # (s, y, 1 / s'y), oldest first
+        self.skipped = 0  # steps in a row whose pair was skipped (`SKIPPED_PAIRS`)
+        self.ratio = math.nan  # the last step's decrease over the one its slope predicted
         self.searching = False  # False: measuring a gradient; True: a line search
         self.measured = 0  # coordinates of the gradient measured so far
         self.retry: list[int] = []  # coordinates whose forward value failed: measured backwards
@@ -267,7 +295,7 @@ class QuasiNewtonPhase:
         ``x + alpha p`` in a line search, else the centre (first, where it is measured) or
         ``x + h_j e_j`` for the next coordinates ``j``."""
         if self.searching:
-            return self.space.to_user(self.x + self.alpha * self.p)
+            return self.space.to_user(self._trial())
         row = self.xp.asarray(self.x, copy=True)
         moved = self._moved(i)
         if moved is not None:
@@ -287,7 +315,7 @@ class QuasiNewtonPhase:
         """The pending ask's points, ``point(i)`` for every ``i``, as one new ``(n, d)`` array
         in the caller's namespace (one copy of ``x`` a row, where stacked rows take two)."""
         if self.searching:
-            return self.space.to_user(self.xp.reshape(self.x + self.alpha * self.p, (1, -1)))
+            return self.space.to_user(self.xp.reshape(self._trial(), (1, -1)))
         block = self.space.empty((self.size(), self.dim))
         block[...] = self.x
         if self._retrying:  # a few rows: each its own step
@@ -301,6 +329,10 @@ class QuasiNewtonPhase:
             j = start + i
             block[centre + i, j : j + 1] = self.x[j : j + 1] + steps[i : i + 1]
         return self.space.to_user(block)
+
+    def _trial(self) -> Any:
+        """The line search's trial point ``x + alpha p``, as the phase keeps it (`within`)."""
+        return self.within(self.x + self.alpha * self.p)
 
     def tell(self, values: list[float]) -> bool:
         """Take the pending ask's values (host floats, in order); True when a gradient was
@@ -357,11 +389,17 @@ class QuasiNewtonPhase:
         """With a gradient complete: the secant pair of the last step, the L-BFGS direction,
         and the line search's first trial."""
         xp = self.xp
+        restart = math.nan  # the first trial's length after the pairs were dropped
         if self.previous is not None:
             s, y = self.x - self.previous[0], self.g - self.previous[1]
             sy, yy = float(xp.sum(s * y)), float(xp.sum(y * y))
             if sy > 1e-10 * yy and math.isfinite(sy):
                 self.pairs = [*self.pairs[-(MEMORY - 1) :], (s, y, 1.0 / sy)]
+                self.skipped = 0
+            else:
+                self.skipped = self.skipped + 1 if self.ratio >= 1 else 0
+                if self.skipped >= SKIPPED_PAIRS:
+                    self.pairs, restart = [], 2 * norm(s, xp)
         self.p = -inverse_times(self.g, self.pairs, xp)
         self.slope = float(xp.sum(self.g * self.p))
         if not self.slope < 0:  # not a descent direction: the gradient's
@@ -371,18 +409,24 @@ class QuasiNewtonPhase:
             self.ended = "zero gradient"
             return
         self.p_norm = norm(self.p, xp)
-        self.alpha = 1.0 if self.pairs else FIRST_STEP * self.length / self.p_norm
+        length = FIRST_STEP * self.length  # without pairs: the first step's, or after a drop
+        if 0 < restart < length:  # twice the last step's, where that is shorter
+            length = restart
+        self.alpha = 1.0 if self.pairs else length / self.p_norm
         self.searching, self.trials = True, 0
 
     def _judge(self, value: float) -> None:
         """The line search's trial ``x + alpha p`` has ``value``."""
         self.trials += 1
         if math.isfinite(value) and value <= self.fx + ARMIJO * self.alpha * self.slope:
-            self.previous = (self.x, self.g)
             self.longest = max(self.longest, abs(self.alpha) * self.p_norm)
+            self.ratio = (self.fx - value) / (-self.alpha * self.slope)
             if self.steps == 0 and self.resumes == 0 and self.hops == 0:
-                self.first_ratio = (self.fx - value) / (-self.alpha * self.slope)
-            self.x = self.x + self.alpha * self.p
+                self.first_ratio = self.ratio
+            trial = self.x + self.alpha * self.p
+            kept = self.within(trial)  # moved by whole periods: the pair's s is alpha p
+            self.previous = (self.x if kept is trial else self.x + (kept - trial), self.g)
+            self.x = kept
             self.g = self.space.zeros((self.dim,))
             decreased = value < self.fx
             self.fx, self.searching = value, False
@@ -426,7 +470,7 @@ class QuasiNewtonPhase:
         self.x, self.fx = x, fx
         self.start, self.f_start = x, fx
         self.g = self.space.zeros((self.dim,))
-        self.pairs, self.previous, self.p = [], None, None
+        self.pairs, self.previous, self.p, self.skipped = [], None, None, 0
         self.searching, self.measured, self.retry, self.short = False, 0, [], 0
         self.step_limit = step_limit
         self.ended, self.handover_lowest = None, None
@@ -440,6 +484,11 @@ class QuasiNewtonPhase:
         if self.jac is None:
             return {}
         return {"jac": self.space.to_user(self.jac * self.f_unit)}
+
+
+def _itself(z: Any) -> Any:
+    """``z``: the phase's points where no box map repeats."""
+    return z
 
 
 def phase_applies(run: Any) -> bool:
@@ -497,7 +546,9 @@ def start_phase(run: Any, value: float | None = None, *, measured: bool = False)
         return
     step = run._step
     recheck = run.options["noisy"] == "auto"
-    run._quasi_newton = QuasiNewtonPhase(step.x, step.scale, value, recheck)
+    run._quasi_newton = QuasiNewtonPhase(
+        step.x, step.scale, value, recheck, run._coordinates.in_one_period
+    )
     run._phase = GRADIENT
 
 

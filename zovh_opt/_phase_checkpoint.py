@@ -6,6 +6,7 @@ it would have (`zovh_opt._run_state` assembles the whole run's state)."""
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from typing import Any
 
 from ._backend import ArraySpace, norm
@@ -36,6 +37,8 @@ def phase_state(phase: QuasiNewtonPhase) -> dict[str, Any]:
         "steps": phase.steps,
         "longest": phase.longest,
         "short": phase.short,
+        "skipped": phase.skipped,
+        "ratio": phase.ratio,
         "first_ratio": phase.first_ratio,
         "p": phase.p,
         "slope": phase.slope,
@@ -53,9 +56,11 @@ def phase_state(phase: QuasiNewtonPhase) -> dict[str, Any]:
     }
 
 
-def phase_from_state(state: dict[str, Any], like: Any) -> QuasiNewtonPhase:
+def phase_from_state(
+    state: dict[str, Any], like: Any, within: Callable[[Any], Any] | None = None
+) -> QuasiNewtonPhase:
     """The phase of `state`; ``like`` is an array of the run (its namespace, device and
-    dtype), ``state``'s arrays NumPy."""
+    dtype), ``state``'s arrays NumPy; ``within`` as `QuasiNewtonPhase` takes it."""
     space = ArraySpace(like)
 
     def vector(a: Any) -> Any:
@@ -66,7 +71,7 @@ def phase_from_state(state: dict[str, Any], like: Any) -> QuasiNewtonPhase:
         return space.from_numpy(a)
 
     x = space.to_user(vector(state["x"]))  # the run's namespace, as a phase is built with
-    phase = QuasiNewtonPhase(x, float(state["length"]), None, bool(state["recheck"]))
+    phase = QuasiNewtonPhase(x, float(state["length"]), None, bool(state["recheck"]), within)
     phase.fx, phase.f_unit = float(state["fx"]), float(state["f_unit"])
     phase.start, phase.f_start = vector(state["start"]), float(state["f_start"])
     phase.g, phase.jac = vector(state["g"]), vector(state["jac"])
@@ -79,6 +84,8 @@ def phase_from_state(state: dict[str, Any], like: Any) -> QuasiNewtonPhase:
     phase.longest = float(state.get("longest", math.inf))
     phase.first_ratio = float(state.get("first_ratio", math.nan))
     phase.short = int(state.get("short", 0))  # (0 in checkpoints written before the rule)
+    phase.skipped = int(state.get("skipped", 0))  # (likewise)
+    phase.ratio = float(state.get("ratio", math.nan))
     phase.retry = [int(j) for j in state.get("retry", [])]
     phase.p = vector(state["p"])
     phase.p_norm = math.nan if phase.p is None else norm(phase.p, phase.xp)

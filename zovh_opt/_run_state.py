@@ -108,7 +108,9 @@ def restore(cls: type, state: dict[str, Any]) -> Any:
     run._requested = state.get("requested_options", run._requested)
     run._phase_planned = phase_applies(run) and "quasi_newton" in state
     phase = state.get("quasi_newton")
-    run._quasi_newton = None if phase is None else phase_from_state(phase, x0)
+    run._quasi_newton = (
+        None if phase is None else phase_from_state(phase, x0, run._coordinates.in_one_period)
+    )
     run.nit, run._told = int(state["nit"]), int(state["told"])
     run.status, run.message = int(state["status"]), str(state["message"])
     if state["phase"] not in (*PHASES, GRADIENT, "iterate", "final", "done"):
