@@ -255,10 +255,11 @@ def test_a_phase_that_crawls_below_its_differences_resolution_ends(monkeypatch):
 
 
 def test_after_skipped_pairs_the_phase_drops_them_and_doubles_its_steps():
-    """On a concave f every secant pair shows negative curvature and is skipped. A pair left
-    from elsewhere (curvature 1e6) keeps the steps at 1e-6 of the gradient: after `SKIPPED_PAIRS`
-    such steps in a row the phase drops it, and without pairs each next step is twice the
-    last, up to the first step's 0.1 l."""
+    """On a concave f every step decreases f more than its slope predicted and every secant
+    pair shows negative curvature (skipped). A pair left from elsewhere (curvature 1e6) keeps
+    the steps at 1e-6 of the gradient: after `SKIPPED_PAIRS` such steps in a row the phase
+    drops it, and without pairs each next step is twice the last, up to the first step's
+    0.1 l."""
     length = 1.0
     x0 = np.array([1.0, -0.5, 0.25])
 
