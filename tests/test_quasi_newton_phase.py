@@ -327,7 +327,7 @@ def test_a_phase_cut_by_its_step_limit_resumes_where_the_method_found_nothing_lo
     res = opt.run(f)
     phase = res.quasi_newton
     assert phase["resumes"] == 1 and phase["nit"] > MAX_STEPS
-    assert phase["ended"] in ("no decrease", "line search") and res.fun < 1e-6
+    assert phase["ended"] in ("no decrease", "line search", "short steps") and res.fun < 1e-6
     assert capsys.readouterr().out.count("quasi-Newton phase resumed at nit") == 1
     assert opt._quasi_newton.converged and not opt._quasi_newton.stalled
 

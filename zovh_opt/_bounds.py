@@ -221,9 +221,9 @@ class Box:
         (as `_fold` moves them, so that ``phi`` of the shifted point is ``phi(z)`` bit for bit);
         ``None`` where every entry is in it already or no coordinate has a period.
 
-        A run's iterate that steps across the box a few times lands far out in ``z`` where
-        ``phi(z)`` is near the box's centre, and a forward difference step relative to
-        ``|z|`` is then as much coarser (`zovh_opt._gradient_phase`).
+        A run's iterate that steps across the box a few times lands periods away in ``z``
+        while ``phi(z)`` stays in the box, and a forward difference step relative to ``|z|``
+        is then as much coarser (`zovh_opt._gradient_phase`).
         """
         if not self._periodic:
             return None

@@ -19,7 +19,11 @@ the objective is deterministic, a ``"zovh"`` run starts with:
   ``FIRST_STEP l`` long, judged by Armijo's condition on function values alone: a rejected
   trial costs one evaluation (SciPy's L-BFGS-B with finite differences pays a gradient,
   ``d + 1``, for each point of its line search), and is shortened by the minimiser of the
-  quadratic through ``f(x)``, the slope and the trial's value, within ``[0.1, 0.5]``.
+  quadratic through ``f(x)``, the slope and the trial's value, within ``[0.1, 0.5]``. The
+  search never lengthens a step, so a pair need not show positive curvature, and a skipped
+  pair leaves the others: after `SKIPPED_PAIRS` steps in a row that were skipped and
+  decreased ``f`` at least as much as their slope predicted, the pairs are dropped and the
+  steps double (they were another region's length).
 
 The phase ends when a line search fails (`BACKTRACKS` trials), when an accepted step does
 not decrease ``f`` (Armijo's condition met within rounding: the steps are below the
@@ -170,7 +174,7 @@ class QuasiNewtonPhase:
         self.eps = float(self.xp.finfo(self.space.dtype).eps)
         self.g = self.space.zeros((self.space.dim,))
         self.pairs: list[tuple[Any, Any, float]] = []  # (s, y, 1 / s'y), oldest first
-        self.skipped = 0  # steps in a row whose pair was skipped (`SKIPPED_PAIRS`)
+        self.skipped = 0  # steps in a row skipped that fell at least linearly (`SKIPPED_PAIRS`)
         self.ratio = math.nan  # the last step's decrease over the one its slope predicted
         self.searching = False  # False: measuring a gradient; True: a line search
         self.measured = 0  # coordinates of the gradient measured so far
