@@ -284,6 +284,26 @@ def test_after_skipped_pairs_the_phase_drops_them_and_doubles_its_steps():
     assert grown[-1] == pytest.approx(0.1 * length, rel=1e-12)
 
 
+def test_a_skipped_step_that_fell_less_than_linearly_breaks_the_count():
+    """Only skipped pairs of steps that decreased f at least as much as their slope predicted
+    count toward `SKIPPED_PAIRS`: one that fell less (a rugged f, where pairs are skipped at
+    random) starts the count again, and the pairs go at the third counted one in a row."""
+    phase = QuasiNewtonPhase(np.zeros(2), 1.0, 0.0, recheck=False)
+    phase.pairs = [(np.array([1.0, 0.0]), np.array([1e6, 0.0]), 1e-6)]
+    g = np.array([1.0, 1.0])
+    counts, kept = [], []
+    for ratio in (1.5, 0.5, 1.5, 1.5, 1.5):
+        phase.previous = (phase.x - np.array([1e-3, 0.0]), g)
+        phase.g, phase.ratio = g.copy(), ratio  # y = 0: the pair is skipped
+        phase._direction()
+        counts.append(phase.skipped)
+        kept.append(len(phase.pairs))
+    assert _gradient_phase.SKIPPED_PAIRS == 3
+    assert counts == [1, 0, 1, 2, 3] and kept == [1, 1, 1, 1, 0]
+    # without pairs the trial is twice the last step's length
+    assert phase.alpha * phase.p_norm == pytest.approx(2e-3, rel=1e-12)
+
+
 def test_a_phase_on_the_box_maps_fold_leaves_it_after_skipped_pairs(monkeypatch):
     """COCO's f6 at d = 2 (instance 1, its start, ``rng=0``) in its box ``[-5, 5]^2``: the
     phase's fourth step lands beyond the fold at ``x_1 = 5``, where ``f o phi`` is concave
