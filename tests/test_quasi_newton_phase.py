@@ -306,7 +306,7 @@ def test_a_skipped_step_that_fell_less_than_linearly_breaks_the_count():
 
 def test_a_phase_on_the_box_maps_fold_leaves_it_after_skipped_pairs(monkeypatch):
     """COCO's f6 at d = 2 (instance 1, its start, ``rng=0``) in its box ``[-5, 5]^2``: the
-    phase's fourth step lands beyond the fold at ``x_1 = 5``, where ``f o phi`` is concave
+    phase's third step lands beyond the fold at ``x_1 = 5``, where ``f o phi`` is concave
     along ``z_1``; its secant pairs there are all skipped, and the pairs from the steep start
     kept its steps at 4e-4 for 494 steps: the run ended by its budget 37 above the minimum.
     With `SKIPPED_PAIRS` the run converges to it by itself."""
