@@ -169,13 +169,13 @@ class Coordinates:
         or the box has no period (no bounds, one-sided ones)."""
         if self.box is None:
             return z
-        scaled = self.unit != 1.0 or self.x_scale is not None
+        # (the unit is a power of two: without x_scale both products are exact)
         scale = self.unit if self.x_scale is None else self.unit * self._compute_scale(z)
-        found = self.box.one_period(z * scale if scaled else z)
+        found = self.box.one_period(z * scale)
         if found is None:
             return z
         moved, shifted = found
-        return namespace_of(z).where(moved, shifted / scale if scaled else shifted, z)
+        return namespace_of(z).where(moved, shifted / scale, z)
 
     @property
     def all_fixed(self) -> bool:
