@@ -227,31 +227,38 @@ def attractive_sector(instance: int):
     return (lambda x: float(f(np.asarray(x, dtype=float))) - f_opt), np.asarray(f.initial_solution)
 
 
-def test_a_phase_that_crawls_below_its_differences_resolution_ends(monkeypatch):
-    """COCO's Weierstrass f16 at d = 2 (instance 1, its start, ``rng=0``): the phase took
-    1 750 of the 2 000 evaluations, 1 450 of them after its second hop in steps of about
-    3e-9, below its difference step (1.5e-8), each of which still decreased f a little, and
-    the run ended by its budget 3.0 above the minimum; `SHORT_STEPS` such steps in a row end
-    it, and the run ends by itself, lower. (Dropping the pairs after skipped ones,
-    `SKIPPED_PAIRS`, also ends that crawl: the counterfactual runs without either rule.)"""
+def test_short_steps_in_a_row_end_the_phase():
+    """An accepted step shorter than the difference step ``h`` counts, a longer one starts
+    the count again, and the `SHORT_STEPS`-th short one in a row ends the phase."""
+    phase = QuasiNewtonPhase(np.ones(3), 1.0, 3.0, recheck=False)
+    h = phase.difference_step
+    ends = []
+    for length in (0.5 * h, 0.99 * h, h, 0.5 * h, 0.5 * h, 0.5 * h):
+        phase._short_steps(length)
+        ends.append((phase.short, phase.ended))
+    assert _gradient_phase.SHORT_STEPS == 3
+    assert ends == [(1, None), (2, None), (0, None), (1, None), (2, None), (3, "short steps")]
+    assert phase.converged
+
+
+def test_a_phase_that_crawls_below_its_differences_resolution_ends():
+    """COCO's Weierstrass f16 at d = 2 (instance 1, its start, ``rng=0``): before
+    `SHORT_STEPS`, the phase took 1 750 of the 2 000 evaluations, 1 450 of them after its
+    second hop in steps of about 3e-9, below its difference step (1.5e-8), each of which
+    still decreased f a little, and the run ended by its budget 3.0 above the minimum. Now
+    the phase ends and the run ends by itself. (The run without the rule is not asserted:
+    on f16 the path depends on the last bits of the arithmetic, and with NumPy 2.5.2 and
+    SciPy 1.18.1 it no longer crawled.)"""
     cocoex = pytest.importorskip("cocoex")
     problem = cocoex.Suite("bbob", "instances: 1", "dimensions: 2 function_indices: 16")[0]
 
     def f(x):
         return float(problem(np.asarray(x, dtype=float)))
 
-    def run():
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", scipy.optimize.OptimizeWarning)
-            return zovh_opt.minimize(f, problem.initial_solution, rng=0, options={"maxfev": 2000})
-
-    res = run()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", scipy.optimize.OptimizeWarning)
+        res = zovh_opt.minimize(f, problem.initial_solution, rng=0, options={"maxfev": 2000})
     assert res.status == 0 and res.quasi_newton["nfev"] < 600
-    monkeypatch.setattr(_gradient_phase, "SHORT_STEPS", 10**9)
-    monkeypatch.setattr(_gradient_phase, "SKIPPED_PAIRS", 10**9)
-    crawled = run()
-    assert crawled.status == 1 and crawled.quasi_newton["nfev"] > 1500
-    assert res.fun < crawled.fun - 2.0
 
 
 def test_after_skipped_pairs_the_phase_drops_them_and_doubles_its_steps():
