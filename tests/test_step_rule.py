@@ -38,6 +38,39 @@ def test_f_times_a_power_of_two_gives_the_same_iterates_bit_for_bit(method):
         assert np.array_equal(res.x, runs[0].x)
 
 
+@pytest.mark.parametrize("c", [8.0, 2.0**-20, 2.0**20])
+@pytest.mark.parametrize("found", ["at x0", "later"])
+def test_a_noisy_float32_run_is_the_same_for_f_times_a_power_of_two(found, c):
+    """In float32 the run holds ``f / f_unit`` where ``|f| > 2**8`` or ``< 2**-8``
+    (`zovh_opt._coordinates.run_unit`), fixed at the first batch. The noise's variance is
+    measured in the user's unit: found at ``x0`` (``noisy=True``), before that unit is
+    fixed, it is converted then; found later (``"auto"``, the noise starting at the 61st
+    evaluation), when it is found. So ``c f`` gives the same run bit for bit. Before, the
+    noise was read as ``1 / f_unit**2`` times what it was (on the sphere plus ``N(0, 1)`` at
+    ``d = 10^6`` from ``x0 = 1``, the radius doubled at every check and the run went 60 %
+    uphill)."""
+    weights = np.logspace(0, 3, 10) if found == "later" else np.ones(10)
+
+    def run(scale):
+        noise, calls = np.random.default_rng(1), []
+
+        def f(x):
+            calls.append(1)
+            e = noise.standard_normal() if found == "at x0" or len(calls) > 60 else 0.0
+            return scale * (float(weights @ np.asarray(x, dtype=np.float64) ** 2) + e)
+
+        x0 = np.full(10, 3.0, dtype=np.float32)  # f(x0) = 90 (unit 1), 14 000 (2**14)
+        options = {"maxfev": 3000, "noisy": True if found == "at x0" else "auto"}
+        if found == "later":
+            options["quasi_newton"] = False  # else it converges before the noise starts
+        return zovh_opt.minimize(f, x0, rng=0, options=options)
+
+    base, scaled = run(1.0), run(c)
+    assert "noise_std" in base and base.noise_std > 0
+    assert scaled.nfev == base.nfev and np.array_equal(scaled.x, base.x)
+    assert scaled.fun == base.fun * c
+
+
 def test_every_scale_of_f_reaches_1e_8_with_the_same_evaluations():
     """The issue's scale test: 0.5 s |x - 1|^2, d = 100, x0 = 0, defaults, maxfev = 20000."""
     nfev, phase = [], []

@@ -52,7 +52,7 @@ def tell(run: Any, phase: str, values: list[float]) -> None:
         if noise.detected and run.nit == 0 and not noise.acted:  # at x0
             args = run.method, run._step, run._method_options, run.options["maxfev"]
             run._step, run._method_options = rebuilt_for_noise(*args)
-        noise.act(run._returned, run._stopping, run._step)
+        noise.act(run._returned, run._stopping, run._step, run._coordinates.f_unit)
         run._phase = "iterate"
         start_phase(run, measured=True)
 

@@ -196,13 +196,14 @@ class NoiseMonitor:
         measured at the end of a noisy run, takes its place)."""
         return {} if self.mode is False else {"noise_std": self.std()}
 
-    def act(self, returned: Any, stopping: Any, method: Any) -> None:
+    def act(self, returned: Any, stopping: Any, method: Any, f_unit: float) -> None:
         """Where noise is known (at the end of the measurement of ``x0``; with
         ``noisy=True`` the returned point also from the start): the returned point is
         chosen by means and medians (``x0``'s values are its side of the comparison), the
         tolerances that noise triggers go (``stopping``), and the method reads its batches
-        robustly and keeps its radius above the noise; each part may be ``None`` (not yet
-        built)."""
+        robustly and keeps its radius above the noise, whose variance it is given in the
+        run's unit of ``f``, ``f_unit`` (1 until the first finite batch fixes it; the method
+        converts then, `f_unit_found`); each part may be ``None`` (not yet built)."""
         if not self.detected or self.acted or not self.done:
             return
         self.acted = True
@@ -210,7 +211,7 @@ class NoiseMonitor:
         if stopping is not None:
             stopping.noisy()
         if method is not None:
-            method.noise_found(self.std() ** 2)
+            method.noise_found((self.std() / f_unit) ** 2)
 
     def ends_noisy(self, returned: Any) -> None:
         """The ``returned`` point ends the run as a noisy one does: compared with ``x0``

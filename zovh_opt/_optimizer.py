@@ -437,6 +437,7 @@ class Optimizer:
             self._coordinates.found_f_scale(
                 safeguard.scale, step.space.dtype_name, self._method_options
             )
+            step.f_unit_found(self._coordinates.f_unit)
         failure = safeguard.divergence(f_estimate) if step.control is None else None
         if failure is not None:
             step.discard()

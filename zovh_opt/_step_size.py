@@ -188,6 +188,13 @@ class StepSizeControl:
         self.spread_squares = self.residuals = 0.0
         self.counted = self.drop = 0
 
+    def noise_in_unit(self, f_unit: float) -> None:
+        """The run's unit of ``f`` is fixed (at its first finite batch, `zovh_opt._coordinates`)
+        after the noise at ``x0`` was found in the user's: its variance in the run's (the
+        batches' values are ``f / f_unit``)."""
+        self.start_noise = self.start_noise / f_unit / f_unit  # (f_unit**2 may overflow)
+        self.noise_variance = self.noise_variance / f_unit / f_unit
+
     def _noise_floor(self, spread: float, bound: float) -> bool:
         """With known noise, the radius balances noise against the model's misfit.
 

@@ -309,6 +309,12 @@ class AskTellMethod(BuildChoices, PendingPoints):
         if self.control is not None:
             self.control.noise_found(variance)
 
+    def f_unit_found(self, f_unit: float) -> None:
+        """The run's unit of ``f`` is fixed, at the first finite batch: a noise variance found
+        at ``x0`` before it (in the user's unit) is converted to the run's."""
+        if self.control is not None and self.control.noisy and f_unit != 1.0:
+            self.control.noise_in_unit(f_unit)
+
     def value_at_centre(self, value: float) -> None:
         """``f`` at the current centre, measured outside the batches (the driver's
         measurement of ``x0``), before the next `tell`; a method that can use it does (a
