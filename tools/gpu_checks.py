@@ -30,8 +30,9 @@ dtype and device of ``x0``.
 batch evaluated on the device (``vectorized=True``, the noise drawn on the host, one value a
 point), 40 iterations: the median of the driver's own time an ask and tell (synchronized,
 evaluations excluded), ``CentreAverage.add``'s time there (the mean of 50 synchronized
-calls), the count of centres averaged, and whether ``res.x`` kept ``x0``'s namespace, dtype
-and device.
+calls), the count of centres averaged, the true ``f(x) / f(x0)`` of the answer (below 1:
+the run descended; a float32 run that read its noise in the user's unit of ``f`` went uphill
+and answered ``x0``), and whether ``res.x`` kept ``x0``'s namespace, dtype and device.
 
 Needs PyTorch with CUDA or CuPy; prints what it skips.
 """
@@ -299,8 +300,11 @@ def noisy(d=10**6, iterations=40):
 
     from zovh_opt._centre_average import CentreAverage
 
-    print("| backend | own ms an ask and tell (median) | add ms | centres averaged | x like x0 |")
-    print("|---|---|---|---|---|")
+    print(
+        "| backend | own ms an ask and tell (median) | add ms | centres averaged "
+        "| f(x) / f(x0) | x like x0 |"
+    )
+    print("|---|---|---|---|---|---|")
     for name, to_device, sync in backends():
         x0 = to_device(np.ones(d, dtype=np.float32))
         average = CentreAverage()
@@ -328,8 +332,10 @@ def noisy(d=10**6, iterations=40):
         res = opt.result()
         kept = _like(res.x, x0)
         count = opt._returned.average.count
+        ratio = float(np.sum(to_numpy(res.x).astype(np.float64) ** 2)) / d
         print(
-            f"| {name} | {1e3 * np.median(times):.2f} | {1e3 * add:.3f} | {count} | {kept} |",
+            f"| {name} | {1e3 * np.median(times):.2f} | {1e3 * add:.3f} | {count} "
+            f"| {ratio:.6f} | {kept} |",
             flush=True,
         )
 
