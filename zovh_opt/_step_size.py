@@ -179,8 +179,9 @@ class StepSizeControl:
         return True
 
     def noise_found(self, variance: float) -> None:
-        """The objective is noisy, with about this ``variance`` at ``x0``: from now on the
-        floor of the radius follows the noise (`_noise_floor`)."""
+        """The objective is noisy, with about this ``variance`` at ``x0`` (in the batches'
+        unit of ``f``, `noise_in_unit`): from now on the floor of the radius follows the
+        noise (`_noise_floor`)."""
         self.noisy = True
         known = variance > 0  # else (outliers x0's values missed) the batches' bounds say
         self.start_noise = variance if known else math.inf

@@ -302,9 +302,10 @@ class AskTellMethod(BuildChoices, PendingPoints):
         self.nfev += n
 
     def noise_found(self, variance: float) -> None:
-        """The objective is noisy, with about this ``variance`` at ``x0``: batches are read
-        with robust statistics (`zovh_opt._robust`) and the step rule keeps the smoothing
-        radius above the noise (`zovh_opt._step_size`)."""
+        """The objective is noisy, with about this ``variance`` at ``x0`` (in the run's unit
+        of ``f``, `f_unit_found`): batches are read with robust statistics
+        (`zovh_opt._robust`) and the step rule keeps the smoothing radius above the noise
+        (`zovh_opt._step_size`)."""
         self.robust = True
         if self.control is not None:
             self.control.noise_found(variance)
