@@ -18,6 +18,7 @@ from zovh_opt._gradient_phase import (
     BLOCK,
     HOP_DIMENSIONS,
     HOP_DISTANCE,
+    MAX_EXPANSIONS,
     MAX_RETRIES,
     MAX_STEPS,
     MEMORY,
@@ -261,12 +262,14 @@ def test_a_phase_that_crawls_below_its_differences_resolution_ends():
     assert res.status == 0 and res.quasi_newton["nfev"] < 600
 
 
-def test_after_skipped_pairs_the_phase_drops_them_and_doubles_its_steps():
+def test_after_skipped_pairs_the_phase_drops_them_and_doubles_its_steps(monkeypatch):
     """On a concave f every step decreases f more than its slope predicted and every secant
     pair shows negative curvature (skipped). A pair left from elsewhere (curvature 1e6) keeps
     the steps at 1e-6 of the gradient: after `SKIPPED_PAIRS` such steps in a row the phase
     drops it, and without pairs each next step is twice the last, up to the first step's
-    0.1 l."""
+    0.1 l. (The line search's own lengthening, `MAX_EXPANSIONS`, is off here: the next test
+    is its.)"""
+    monkeypatch.setattr(_gradient_phase, "MAX_EXPANSIONS", 0)
     length = 1.0
     x0 = np.array([1.0, -0.5, 0.25])
 
@@ -289,6 +292,50 @@ def test_after_skipped_pairs_the_phase_drops_them_and_doubles_its_steps():
     capped = np.minimum(2.0 ** np.arange(grown.size) * grown[0], 0.1 * length)
     np.testing.assert_allclose(grown, capped, rtol=1e-9)
     assert grown[-1] == pytest.approx(0.1 * length, rel=1e-12)
+
+
+def test_a_step_that_fell_at_least_linearly_is_doubled_in_its_line_search(tmp_path):
+    """The concave f and stale pair of the test above: the first trial, 1e-6 of the
+    gradient, fell more than its slope predicted, so the line search tries twice its step,
+    and again while each is lower and fell so too, `MAX_EXPANSIONS` times: the step is 2^10
+    times the first trial, after 11 evaluations. A checkpoint in the middle continues it bit
+    for bit. Where a doubled trial is not lower, the step is the last lower one."""
+    x0 = np.array([1.0, -0.5, 0.25])
+
+    def concave(x):
+        return -float(x @ x)
+
+    def stale_phase(f):
+        phase = QuasiNewtonPhase(x0, 1.0, f(x0), recheck=False)
+        s = np.array([1.0, 0.0, 0.0])
+        phase.pairs = [(s, 1e6 * s, 1.0 / 1e6)]
+        drive(phase, f, 1)  # the gradient
+        assert phase.searching and phase.alpha == 1.0
+        return phase
+
+    phase = stale_phase(concave)
+    first = np.asarray(phase.p).copy()
+    drive(phase, concave, 4)
+    assert phase.expanding is not None and phase.alpha == 16.0
+    state = phase_state(phase)
+    resumed = phase_from_state(state, x0)
+    for p in (phase, resumed):
+        drive(p, concave, 7)
+        assert p.steps == 1 and not p.searching and p.expanding is None
+        np.testing.assert_array_equal(np.asarray(p.x), x0 + 2.0**MAX_EXPANSIONS * first)
+    assert phase.nfev - 3 == MAX_EXPANSIONS + 1  # (the gradient: d, f(x0) given)
+    assert resumed.nfev == phase.nfev
+
+    def bowl(x):  # concave out to |x - x0| = 1e-4 along p, then steep
+        t = float(np.linalg.norm(x - x0))
+        return concave(x) + (1e12 * (t - 1e-4) ** 2 if t > 1e-4 else 0.0)
+
+    phase = stale_phase(bowl)
+    short = np.asarray(phase.p).copy()
+    while phase.steps == 0:
+        drive(phase, bowl, 1)
+    step = np.linalg.norm(np.asarray(phase.x) - x0) / np.linalg.norm(short)
+    assert step == pytest.approx(2.0 ** math.floor(math.log2(1e-4 / np.linalg.norm(short))))
 
 
 def test_a_skipped_step_that_fell_less_than_linearly_breaks_the_count():
@@ -316,7 +363,8 @@ def test_a_phase_on_the_box_maps_fold_leaves_it_after_skipped_pairs(monkeypatch)
     phase's third step lands beyond the fold at ``x_1 = 5``, where ``f o phi`` is concave
     along ``z_1``; its secant pairs there are all skipped, and the pairs from the steep start
     kept its steps at 4e-4 for 494 steps: the run ended by its budget 37 above the minimum.
-    With `SKIPPED_PAIRS` the run converges to it by itself."""
+    With `SKIPPED_PAIRS` the run converges to it by itself, and so it does with the line
+    search's lengthening of such steps alone (`MAX_EXPANSIONS`); without either it crawls."""
     cocoex = pytest.importorskip("cocoex")
     from zovh_opt.benchmarks.coco import optimal_value
 
@@ -336,6 +384,9 @@ def test_a_phase_on_the_box_maps_fold_leaves_it_after_skipped_pairs(monkeypatch)
     res = run()
     assert res.success and res.fun - f_opt < 1e-6 and res.nfev < 1000
     monkeypatch.setattr(_gradient_phase, "SKIPPED_PAIRS", 10**9)
+    expanded = run()
+    assert expanded.success and expanded.fun - f_opt < 1e-6 and expanded.nfev < 1000
+    monkeypatch.setattr(_gradient_phase, "MAX_EXPANSIONS", 0)
     crawled = run()
     assert crawled.status == 1 and crawled.quasi_newton["nfev"] > 1900
     assert crawled.fun - f_opt > 10

@@ -44,6 +44,7 @@ def phase_state(phase: QuasiNewtonPhase) -> dict[str, Any]:
         "slope": phase.slope,
         "alpha": phase.alpha,
         "trials": phase.trials,
+        "expanding": None if phase.expanding is None else list(phase.expanding),
         "previous_x": None if phase.previous is None else phase.previous[0],
         "previous_g": None if phase.previous is None else phase.previous[1],
         "ended": phase.ended,
@@ -91,6 +92,9 @@ def phase_from_state(
     phase.p_norm = math.nan if phase.p is None else norm(phase.p, phase.xp)
     phase.slope, phase.alpha = float(state["slope"]), float(state["alpha"])
     phase.trials = int(state["trials"])
+    expanding = state.get("expanding")  # (None in checkpoints written before expansions)
+    if expanding is not None:
+        phase.expanding = (float(expanding[0]), float(expanding[1]), int(expanding[2]))
     if state["previous_x"] is not None:
         phase.previous = (vector(state["previous_x"]), vector(state["previous_g"]))
     phase.ended = None if state["ended"] is None else str(state["ended"])
