@@ -13,10 +13,14 @@ the line's minimum; ``1`` or more, ``f`` linear or concave along it. `SKIPPED_PA
 A doubled trial lower than the last has a ratio above ``RATIO / 2``, so it passes Armijo's
 condition, and the package's ``_judge`` accepts it as its own first trial.
 
-Measured 2026-11-27 (COCO ``bbob``, ``1000 d``, instances 1-5, the seeds of
-``docs/results/coco-bbob-phase-pairs/``; theory page, *Stale secant pairs*): level at d = 2
-and 5 with ``RATIO`` 1, worse at d = 5 with 0.75. Not kept. Run through ``variant.py``; not a
-part of zovh_opt.
+Measured 2026-11-27 (COCO ``bbob``, ``1000 d``, the seeds of
+``docs/results/coco-bbob-phase-pairs/``; records ``docs/results/coco-bbob-line-expansion/``;
+theory page, *A step that fell at least linearly is lengthened*): with ``RATIO`` 1 level at
+d = 2, 5, 10 and 40, ahead at d = 20, faster at ``10 d`` and ``100 d`` almost everywhere:
+adopted as `zovh_opt._gradient_phase.MAX_EXPANSIONS` (the package's runs repeat these); 0.75
+lost Katsuura's f23 at d = 5. ``patch()`` turns the package's own expansion off, so the
+prototype measures ``RATIO`` on the code before it. Run through ``variant.py``; not a part
+of zovh_opt.
 """
 
 import math
@@ -34,22 +38,22 @@ def _ratio(phase, value):
 
 
 def _judge(self, value):
-    expanding = getattr(self, "expanding", None)
+    expanding = getattr(self, "proto_expanding", None)
     if expanding is None:
         first = self.trials == 0 and math.isfinite(value)
         if first and value <= self.fx + gp.ARMIJO * self.alpha * self.slope:
             if _ratio(self, value) >= RATIO and MAX_EXPANSIONS > 0:
                 self.trials += 1
-                self.expanding, self.alpha = (self.alpha, value, 0), 2.0 * self.alpha
+                self.proto_expanding, self.alpha = (self.alpha, value, 0), 2.0 * self.alpha
                 return
         _judge_package(self, value)
         return
     best_alpha, best_value, count = expanding
-    self.expanding, self.trials = None, 0
+    self.proto_expanding, self.trials = None, 0
     if math.isfinite(value) and value < best_value:
         if _ratio(self, value) >= RATIO and count + 1 < MAX_EXPANSIONS:
             self.trials = 1
-            self.expanding, self.alpha = (self.alpha, value, count + 1), 2.0 * self.alpha
+            self.proto_expanding, self.alpha = (self.alpha, value, count + 1), 2.0 * self.alpha
             return
         _judge_package(self, value)
         return
@@ -58,4 +62,5 @@ def _judge(self, value):
 
 
 def patch():
+    gp.MAX_EXPANSIONS = 0
     Phase._judge = _judge
