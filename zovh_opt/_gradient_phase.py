@@ -453,10 +453,14 @@ class QuasiNewtonPhase:
         shrink = -self.slope * self.alpha / (2 * curvature) if 0 < curvature < math.inf else 0.5
         self.alpha *= min(0.5, max(0.1, shrink))
 
+    def _ratio(self, value: float) -> float:
+        """The trial's decrease to ``value`` over the one its slope predicts."""
+        return (self.fx - value) / (-self.alpha * self.slope)
+
     def _fell_linearly(self, value: float) -> bool:
         """Whether ``value`` at the trial is at least as far below ``f(x)`` as the slope
         predicts."""
-        return (self.fx - value) / (-self.alpha * self.slope) >= 1.0
+        return self._ratio(value) >= 1.0
 
     def _expanded(self, value: float) -> None:
         """A doubled trial has ``value``: doubled again where it is lower than the last and
@@ -478,7 +482,7 @@ class QuasiNewtonPhase:
     def _accept(self, value: float) -> None:
         """The step ``alpha p``, whose point has ``value``, is taken."""
         self.longest = max(self.longest, abs(self.alpha) * self.p_norm)
-        self.ratio = (self.fx - value) / (-self.alpha * self.slope)
+        self.ratio = self._ratio(value)
         if self.steps == 0 and self.resumes == 0 and self.hops == 0:
             self.first_ratio = self.ratio
         trial = self.x + self.alpha * self.p

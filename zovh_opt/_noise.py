@@ -203,7 +203,8 @@ class NoiseMonitor:
         tolerances that noise triggers go (``stopping``), and the method reads its batches
         robustly and keeps its radius above the noise, whose variance it is given in the
         run's unit of ``f``, ``f_unit`` (1 until the first finite batch fixes it; the method
-        converts then, `f_unit_found`); each part may be ``None`` (not yet built)."""
+        converts then, `StepSizeControl.noise_in_unit`); each part may be ``None`` (not yet
+        built)."""
         if not self.detected or self.acted or not self.done:
             return
         self.acted = True

@@ -437,7 +437,8 @@ class Optimizer:
             self._coordinates.found_f_scale(
                 safeguard.scale, step.space.dtype_name, self._method_options
             )
-            step.f_unit_found(self._coordinates.f_unit)
+            if step.control is not None:  # noise found at x0 was in the user's unit of f
+                step.control.noise_in_unit(self._coordinates.f_unit)
         failure = safeguard.divergence(f_estimate) if step.control is None else None
         if failure is not None:
             step.discard()

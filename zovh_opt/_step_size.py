@@ -190,9 +190,11 @@ class StepSizeControl:
         self.counted = self.drop = 0
 
     def noise_in_unit(self, f_unit: float) -> None:
-        """The run's unit of ``f`` is fixed (at its first finite batch, `zovh_opt._coordinates`)
-        after the noise at ``x0`` was found in the user's: its variance in the run's (the
+        """The run's unit of ``f`` is fixed (at its first finite batch, `zovh_opt._coordinates`):
+        a noise found at ``x0`` before, in the user's unit, has its variance in the run's (the
         batches' values are ``f / f_unit``)."""
+        if not self.noisy or f_unit == 1.0:
+            return
         self.start_noise = self.start_noise / f_unit / f_unit  # (f_unit**2 may overflow)
         self.noise_variance = self.noise_variance / f_unit / f_unit
 

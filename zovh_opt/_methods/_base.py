@@ -303,18 +303,12 @@ class AskTellMethod(BuildChoices, PendingPoints):
 
     def noise_found(self, variance: float) -> None:
         """The objective is noisy, with about this ``variance`` at ``x0`` (in the run's unit
-        of ``f``, `f_unit_found`): batches are read with robust statistics
+        of ``f``, `StepSizeControl.noise_in_unit`): batches are read with robust statistics
         (`zovh_opt._robust`) and the step rule keeps the smoothing radius above the noise
         (`zovh_opt._step_size`)."""
         self.robust = True
         if self.control is not None:
             self.control.noise_found(variance)
-
-    def f_unit_found(self, f_unit: float) -> None:
-        """The run's unit of ``f`` is fixed, at the first finite batch: a noise variance found
-        at ``x0`` before it (in the user's unit) is converted to the run's."""
-        if self.control is not None and self.control.noisy and f_unit != 1.0:
-            self.control.noise_in_unit(f_unit)
 
     def value_at_centre(self, value: float) -> None:
         """``f`` at the current centre, measured outside the batches (the driver's
