@@ -16,13 +16,21 @@ or the precision of ``f``. Measured on 2026-11-27 (the default, restarted, COCO 
 0.91, f17 0.31 -> 0.44, but f10 1.00 -> 0.80, f11 1.00 -> 0.78, f13 and f14 1.00 -> 0.84, f3
 0.31 -> 0.09: the method's refinement of the last digits often goes 50 iterations and more
 without a lower value (f13 at d = 2, instance 1: ``5.2e-7`` where the package reaches
-``1e-7`` after 1 300 evaluations). Not kept. Run through ``variant.py``; not a part of
-zovh_opt.
+``1e-7`` after 1 300 evaluations). Not kept. Again on 2026-11-27 at d = 2 only
+(``DIMENSIONS`` 2; ``zovh-new-starts``, instances 1-5, 11 seeds, against 0.795), for
+Weierstrass's f16, where a first run (instance 4, COCO's start, ``rng=0``) spends 1 650 of
+its 2 000 evaluations after its phase converged at 8.108 above ``f*`` without a lower value:
+the phase's own differences had evaluated 8.6e-7 below its point, ``1e-8 l`` from it, so the
+method went on, at a radius the slope test held at 5e-3, its estimates falling from 14 to 10:
+``WINDOW`` 50 0.784, 100 0.791 (11 of 11 seeds behind both; f16 0.41 -> 0.46 and 0.44, f11
+1.00 -> 0.85 and 0.92, f13 0.99 -> 0.89 and 0.92). Run through ``variant.py``; not a part
+of zovh_opt.
 """
 
 from zovh_opt import _stopping
 
 WINDOW = 50
+DIMENSIONS = None  # the rule up to this d only (None: every d)
 _after = _stopping.StoppingRules.after_iteration
 MESSAGE = (
     "After the quasi-Newton phase converged, the method's last {window} iterations found no "
@@ -34,6 +42,8 @@ def after_iteration(self, f_estimate, lowest, step_length, length_scale, f_scale
     stop = _after(self, f_estimate, lowest, step_length, length_scale, f_scale, values)
     if stop is not None or lowest is None or self.options["ftol"] is None:
         return stop
+    if DIMENSIONS is not None and self.dim > DIMENSIONS:
+        return None
     if self.converged_value is not None:  # a phase converged: its window decides first
         self._stall = None
     elif self.lower_found:
