@@ -143,6 +143,64 @@ def test_above_d_3_new_starts_alternate_by_the_evaluations_each_regime_spent(mon
     assert pairs[1:] == [next(grown) * first if r == "widened" else "auto" for r in expected]
 
 
+@pytest.mark.parametrize("dim", [2, 3])
+def test_at_d_2_some_new_starts_hop_from_the_best_answer(monkeypatch, dim):
+    """At d = 2, after two runs, a new start is *perturbed* where the perturbed ones have
+    spent at most half the evaluations of the local ones (from new points): it begins at
+    ``x_best + r N(0, I) / sqrt(d)``, ``x_best`` the best answer so far, ``r`` at first half
+    the distance from it to the nearest other answer, after a perturbed run that found a
+    lower answer the distance it moved, after one that did not half the last (monotonic basin
+    hopping); at d = 3 no new start is perturbed."""
+    from zovh_opt import _new_starts
+
+    starts, runs = [], []
+    start, combined = _new_starts._start, _new_starts._combined
+
+    def spy_start(x0, bounds, k, draws, near=None):
+        point = start(x0, bounds, k, draws, near)
+        starts.append((near, np.array(point)))
+        return point
+
+    def spy_combined(results):
+        runs.extend(results)
+        return combined(results)
+
+    monkeypatch.setattr(_new_starts, "_start", spy_start)
+    monkeypatch.setattr(_new_starts, "_combined", spy_combined)
+    x0 = np.linspace(3.3, -2.7, dim)
+    res = zovh_opt.minimize(rastrigin, x0, rng=0, options={"maxfev": 3000 * dim, "new_starts": 30})
+    assert len(runs) == len(starts) + 1 == len(res.runs) >= 8
+    if dim == 3:
+        assert all(near is None for near, _ in starts)
+        return
+    spent, radius, hops = {"local": 0, "perturbed": 0}, None, 0
+    for k, (near, point) in enumerate(starts, start=1):
+        before = runs[:k]
+        best = min(before, key=lambda r: r.fun)
+        if k < 2 or spent["perturbed"] > 0.5 * spent["local"]:
+            assert near is None
+            spent["local"] += runs[k].nfev
+            continue
+        if radius is None:
+            tiny = 1e-8 * (1 + np.linalg.norm(best.x))
+            others = [np.linalg.norm(o.x - best.x) for o in before]
+            others = [o for o in others if o > tiny]
+            if not others:  # no other answer yet: a local start
+                assert near is None
+                spent["local"] += runs[k].nfev
+                continue
+            radius = 0.5 * min(others)
+        hops += 1
+        centre, r = near
+        assert np.array_equal(centre, best.x)
+        assert r == pytest.approx(radius, rel=1e-12) and r > 0
+        assert np.linalg.norm(point - centre) < 6 * r  # |N(0, I)| > 6 sqrt(2): p = 1.5e-8
+        spent["perturbed"] += runs[k].nfev
+        lower = runs[k].fun < best.fun
+        radius = np.linalg.norm(runs[k].x - centre) if lower else 0.5 * radius
+    assert hops >= 2
+
+
 def noisy_at_x0(widening=None, reach=math.inf):
     """An `Optimizer` (d = 6), widened that many times (within ``reach``) where given, after
     noise found in its measurements at x0 rebuilt its method (its first ask away from x0

@@ -322,8 +322,11 @@ def minimize(
         start is uniform in the box where both bounds are finite, else
         ``x0 + 2**(k-1) |x0| / sqrt(d) * N(0, I)`` (``|x0|``: ``sqrt(d)`` at ``x0 = 0``).
         Up to ``d = 3`` each is a run like the first (many short local runs visit more
-        basins); above, as BIPOP-CMA-ES's restarts, each is widened where the widened ones
-        have spent no more evaluations than the local ones, else local: the ``j``-th
+        basins), and at ``d = 2``, after two runs, those that have spent at most half the
+        evaluations of the others begin near the best answer so far, at a distance learned
+        from the answers' spacing (monotonic basin hopping: down a funnel of minima);
+        above, as BIPOP-CMA-ES's restarts, each is widened where the widened ones have
+        spent no more evaluations than the local ones, else local: the ``j``-th
         widened start's queries lie ``min(64, 4**j)`` times as far from their centre,
         relative to the steps, as a first run's, a widening that falls to 1 as the eighth
         root of how much its steps have shortened, with ``min(8, 2**j)`` times its pairs
