@@ -207,9 +207,12 @@ class BasinHops:
     best answer so far, ``x_best + r N(0, I) / sqrt(d)``, with a radius ``r`` learned from the
     answers: at first half the distance from ``x_best`` to the nearest other answer; after a
     perturbed run that found a lower answer, the distance it moved; after one that did not,
-    half the last. On a funnel of local minima (COCO's Rastrigin f3 and f15, Schaffer's f17 and
-    f18) each lower answer lies about one basin closer to the funnel's bottom, a basin's width
-    from the last, where a start from a new point descends the funnel from its rim again."""
+    half the last. On a funnel of local minima each lower answer lies about one basin closer to
+    the funnel's bottom, a basin's width from the last, where a start from a new point descends
+    the funnel from its rim again: COCO's separable Rastrigin f3 (d = 2, 1000 d: 0.74 to 0.84
+    of its targets on instances 1-5) and Griewank-Rosenbrock f19 (0.71 to 0.81; 0.81 to 0.90
+    on 6-10). Schaffer's rings gain little (f17 0.42 to 0.44): a perturbed run is a run like
+    the first, whose first step scales with ``|x|``, not with ``r``."""
 
     def __init__(self) -> None:
         self.radius: float | None = None
@@ -319,9 +322,9 @@ def _regime(results: list[OptimizeResult], regimes: list[str]) -> str:
     """The next new start's regime. Up to `PERTURBED_DIMENSIONS`, after `PERTURBED_AFTER`
     runs, ``"perturbed"`` (`BasinHops`) where the perturbed new starts have spent at most
     `PERTURBED_SHARE` times the evaluations of the local ones, else ``"local"``; up to
-    `LOCAL_DIMENSIONS` ``"local"``; above,
-    ``"widened"`` where the widened new starts have spent no more evaluations than the local
-    ones, else ``"local"`` (BIPOP's budget rule; the first run counts for neither)."""
+    `LOCAL_DIMENSIONS` ``"local"``; above, ``"widened"`` where the widened new starts have
+    spent no more evaluations than the local ones, else ``"local"`` (BIPOP's budget rule; the
+    first run counts for neither)."""
     spent, d = spent_by_regime(results, regimes), results[0].x.shape[0]
     if d <= PERTURBED_DIMENSIONS and len(results) >= PERTURBED_AFTER:
         return "perturbed" if spent["perturbed"] <= PERTURBED_SHARE * spent["local"] else "local"
