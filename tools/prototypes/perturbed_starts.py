@@ -41,6 +41,7 @@ import math
 
 import numpy as np
 from _starts import first_run
+from new_starts_elsewhere import griewank, levy, rastrigin
 
 from zovh_opt import _new_starts as ns
 from zovh_opt._backend import to_numpy
@@ -170,10 +171,7 @@ def patch():
 
 
 # Problems that are not COCO's, d = 2: name, f, f*, half-width of the box, the box as bounds
-def _rastrigin(x):
-    return float(10 * len(x) + np.sum(x * x - 10 * np.cos(2 * np.pi * x)))
-
-
+# (Rastrigin, Griewank and Levy as `new_starts_elsewhere` has them)
 def _ackley(x):
     return float(
         -20 * np.exp(-0.2 * np.sqrt(np.mean(x * x))) - np.exp(np.mean(np.cos(2 * np.pi * x)))
@@ -181,19 +179,8 @@ def _ackley(x):
     )  # fmt: skip
 
 
-def _griewank(x):
-    return float(1 + np.sum(x * x) / 4000 - np.prod(np.cos(x / np.sqrt(np.arange(1, len(x) + 1)))))
-
-
 def _schwefel(x):
     return float(418.9828872724338 * len(x) - np.sum(x * np.sin(np.sqrt(np.abs(x)))))
-
-
-def _levy(x):
-    w = 1 + (x - 1) / 4
-    inner = np.sum((w[:-1] - 1) ** 2 * (1 + 10 * np.sin(np.pi * w[:-1] + 1) ** 2))
-    last = (w[-1] - 1) ** 2 * (1 + np.sin(2 * np.pi * w[-1]) ** 2)
-    return float(np.sin(np.pi * w[0]) ** 2 + inner + last)
 
 
 def _styblinski_tang(x):
@@ -234,12 +221,12 @@ def _cross_in_tray(x):
 
 
 ELSEWHERE = [
-    ("Rastrigin", _rastrigin, 0.0, 4.0, False),
-    ("Rastrigin, box", _rastrigin, 0.0, 5.12, True),
+    ("Rastrigin", rastrigin, 0.0, 4.0, False),
+    ("Rastrigin, box", rastrigin, 0.0, 5.12, True),
     ("Ackley", _ackley, 0.0, 32.768, False),
-    ("Griewank", _griewank, 0.0, 600.0, False),
+    ("Griewank", griewank, 0.0, 600.0, False),
     ("Schwefel, box", _schwefel, 0.0, 500.0, True),
-    ("Levy", _levy, 0.0, 10.0, False),
+    ("Levy", levy, 0.0, 10.0, False),
     ("Styblinski-Tang, box", _styblinski_tang, -39.16616570377142 * 2, 5.0, True),
     ("Schaffer N.2", _schaffer2, 0.0, 100.0, False),
     ("Drop-wave", _drop_wave, -1.0, 5.12, False),
