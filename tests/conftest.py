@@ -10,6 +10,7 @@ device for torch tensors, e.g. ``cuda``.
 from __future__ import annotations
 
 import os
+import signal
 
 import numpy as np
 import pytest
@@ -167,3 +168,13 @@ def run_to_end():
         return opt.result(), end
 
     return run
+
+
+@pytest.fixture
+def python_sigint():
+    """Python's own SIGINT handler (``KeyboardInterrupt``) for a test that sends SIGINT, as a
+    user's Ctrl-C does: a process started in the background by a non-interactive shell
+    (``pytest &``) inherits SIGINT ignored, and Python leaves it so."""
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+    signal.signal(signal.SIGINT, previous)

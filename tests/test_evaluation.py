@@ -146,6 +146,7 @@ def test_an_unpicklable_fun_with_a_process_pool_fails_at_once():
 
 
 @pytest.mark.parametrize("interrupts", [1, 2])
+@pytest.mark.usefixtures("python_sigint")
 def test_ctrl_c_with_a_process_pool_returns_what_was_evaluated(interrupts, tmp_path):
     """SIGINT to the main process only (a notebook's interrupt button), in the second
     iteration: its first two points are running, the third is queued. One interrupt cancels the

@@ -315,6 +315,7 @@ def test_run_again_after_ctrl_c_continues_the_same_run():
     assert_same_run(opt.run(interrupted_twice), whole)
 
 
+@pytest.mark.usefixtures("python_sigint")
 def test_ctrl_c_during_a_step_takes_effect_after_it(monkeypatch):
     """SIGINT in the middle of ZoVH's update: the update completes, then the run returns, and
     going on gives the run that was never interrupted."""
