@@ -138,7 +138,7 @@ def _start(
     ``x0``; with ``near = (centre, radius)``, ``centre + radius N(0, I) / sqrt(d)`` (within
     the bounds: `BasinHops`)."""
     space = ArraySpace(x0)
-    host = np.asarray(to_numpy(x0), dtype=np.float64)
+    host = _host(x0)
     d = host.shape[0]
     if near is not None:
         centre, radius = near
@@ -221,10 +221,10 @@ class BasinHops:
         """The next perturbed start's ``(centre, radius)``: the best of ``results``' answers and
         the radius; ``None`` before two distinct answers."""
         best = _best(results)
-        centre = _answer(results[best])
+        centre = _host(results[best].x)
         if self.radius is None:
             tiny = 1e-8 * (1.0 + float(np.linalg.norm(centre)))
-            others = [float(np.linalg.norm(_answer(r) - centre)) for r in results]
+            others = [float(np.linalg.norm(_host(r.x) - centre)) for r in results]
             others = [distance for distance in others if distance > tiny]
             if not others:
                 return None
@@ -236,14 +236,14 @@ class BasinHops:
         assert self.radius is not None
         before = results[_best(results[:-1])].fun
         if results[-1].fun < before:
-            self.radius = max(float(np.linalg.norm(_answer(results[-1]) - centre)), 1e-12)
+            self.radius = max(float(np.linalg.norm(_host(results[-1].x) - centre)), 1e-12)
         else:
             self.radius *= 0.5
 
 
-def _answer(result: OptimizeResult) -> np.ndarray:
-    """A run's answer ``x`` on the host, in float64."""
-    return np.asarray(to_numpy(result.x), dtype=np.float64)
+def _host(x: Any) -> np.ndarray:
+    """A point (``x0``, a run's answer) on the host, in float64."""
+    return np.asarray(to_numpy(x), dtype=np.float64)
 
 
 def widened_pairs(pairs: int, widening: float) -> int:
