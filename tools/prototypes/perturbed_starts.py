@@ -36,11 +36,30 @@ shifted start draws one more seed, so the runs after it differ too); every secon
 start shifted (``SHIFT_EVERY`` 2): 0.804, with ``FRACTION`` 1 0.799 (f17 0.50, f3 0.80 /
 0.74).
 
+Measured on 2026-11-27 after the adoption (records ``d2-adapt*``, ``d2-scale-*``,
+``d2-min-move-*``, ``d2-tie*``, ``d2-widened-*``; against 0.808, mean 0.803), not kept:
+``ADAPT`` (plain or shifted by each kind's record of lower answers) 0.797 / with ``FRACTION``
+1 0.797 (f3 0.84 -> 0.78 / 0.73: a shifted run near the best lowers its last digits and
+counts as a success; with ``LOWER_BY`` 1e-9 f3 still 0.71 on single calls, rng 0-5); ``SCALE``
+1 / 10 (not shifted, the run's length scale ``r`` / ``10 r``) 0.796 / 0.808, f17 unchanged:
+the shift's gain on f17 is not its first step; ``MIN_MOVE`` 0.1 with ``REFINE`` "keep" /
+"fail" 0.808 / 0.808 (means 0.803 / 0.802: such refinements are rare); ``TIE`` 1e-10
+(shifted only after two answers with equal values ``1e-6 (1 + |x|)`` apart: Schaffer's f17
+and f18 end on rings of equal ``f``, at ``(k pi / 50)^5`` above ``f*``, and a plain run from
+near one returns to the same ring; Rastrigin's do not tie) 0.802, with ``FRACTION`` 1 0.806
+(mean 0.809), over 21 seeds 0.802 against 0.804 (10 seeds ahead, 10 behind): f17 0.47
+only, the step ellipsoid's plateaus tie too (f7 0.97 -> 0.93); ``WIDENED`` 0.5 / 0.25 (BIPOP's
+widened runs as a third regime) 0.740 / 0.740: f17 0.44 -> 0.61, but a widened run takes the
+budget left (1 300 to 1 700 evaluations) and f3 0.84 -> 0.50, f15, f19, f20, f22 lose.
+``FIRST_CAP`` 0.5 (the first run's ``maxfev`` half the budget) was traced only: on
+Weierstrass's f16 the second run crawls as the first did (999 of 1 000 evaluations).
+
 Adopted at d = 2 with ``SHARE`` 0.5 and ``FRACTION`` 0.5 (`zovh_opt._new_starts.BasinHops`;
 ``{"SHARE": 0.5, "UP_TO": 2}`` repeats its runs bit for bit). Run through ``variant.py``;
 not a part of zovh_opt.
 """
 
+import contextlib
 import math
 
 import numpy as np
@@ -63,6 +82,29 @@ RESET = False  # a local run's lower answer: the radius is learned again (and th
 SHIFT = False
 SHIFT_BELOW = None  # with SHIFT: only where r < SHIFT_BELOW |x_best| (None: always)
 SHIFT_EVERY = 1  # with SHIFT: only every SHIFT_EVERY-th perturbed start
+# with SHIFT: the kind (plain or shifted) chosen by its record: the first perturbed start plain,
+# the second shifted, then the kind with the larger (lower answers + 1) / (runs + 2)
+ADAPT = False
+# a perturbed run's length scale l (its first step 0.1 l, the phase's differences) SCALE times the
+# radius r, in the user's coordinates (no shift); None: |x|'s as the package (no bounds only)
+SCALE = None
+# a perturbed run's lower answer less than MIN_MOVE r from the centre refines the centre's basin:
+# a success (the radius follows), REFINE "keep" (the radius stays) or "fail" (a failure)
+MIN_MOVE = 0.0
+REFINE = "success"
+# with SHIFT: perturbed runs shifted only once a run's answer tied with the best so far (values
+# within TIE (1 + |f|)) at least SEPARATE (1 + |x_best|) away from it: a valley of equal values
+# (Schaffer's rings), not a basin's point found again (None: SHIFT as set)
+TIE = None
+SEPARATE = 1e-6
+# up to d = UP_TO the first run's maxfev FIRST_CAP times the budget; one that reaches it counts as
+# converged (None: the whole budget)
+FIRST_CAP = None
+# with ADAPT: a kind's run counts as a lower answer only where lower by over LOWER_BY (1 + |f|)
+LOWER_BY = 0.0
+# up to d = UP_TO a third regime, BIPOP's widened runs (`zovh_opt._new_starts`), where they have
+# spent at most WIDENED times the local ones (before the perturbed ones; None: none)
+WIDENED = None
 
 
 def _answer(result):
@@ -78,12 +120,19 @@ def _best(results):
 
 def loop(x0, method, new_starts, *, bounds, options, tol, rng, run):
     """`zovh_opt._new_starts.minimize_with_new_starts` with perturbed starts."""
+    capped = options
+    if FIRST_CAP is not None and len(x0) <= UP_TO and options.get("maxfev") is not None:
+        capped = {**options, "maxfev": max(1, int(FIRST_CAP * options["maxfev"]))}
     began, curvature, results, draws, pairs = first_run(
-        x0, method, bounds=bounds, options=options, tol=tol, rng=rng, run=run
+        x0, method, bounds=bounds, options=capped, tol=tol, rng=rng, run=run
     )
+    if capped is not options and results[0].status == 1:  # maxfev: as if converged
+        results[0].status = ns.SUCCESS
     regimes = ["first"]
     d = results[0].x.shape[0]
     radius, failures = None, 0
+    record = {False: [0, 0], True: [0, 0]}  # shifted?: [lower answers, runs]
+    tied = False
     for k in range(1, new_starts + 1):
         if results[-1].status not in (ns.SUCCESS, ns.FAILED):
             break
@@ -95,6 +144,9 @@ def loop(x0, method, new_starts, *, bounds, options, tol, rng, run):
             perturb = len(results) >= AFTER and spent["perturbed"] <= SHARE * spent["local"]
             perturb = perturb and (GIVE_UP is None or failures < GIVE_UP)
             regime = "perturbed" if perturb else "local"
+            if WIDENED is not None and len(results) >= AFTER:
+                if spent["widened"] <= WIDENED * spent["local"]:
+                    regime = "widened"
         more = ns._options_of(options, regime != "widened", curvature, results, began)
         if more is None:
             break
@@ -124,11 +176,16 @@ def loop(x0, method, new_starts, *, bounds, options, tol, rng, run):
 
             ns._start = start
             try:
-                optimizer = ns.new_start(x0, method, k, draws, bounds, more, tol)
+                with _length_scale(None if SCALE is None or bounds is not None else SCALE * radius):
+                    optimizer = ns.new_start(x0, method, k, draws, bounds, more, tol)
             finally:
                 ns._start = package_start
             fine = SHIFT_BELOW is None or radius < SHIFT_BELOW * np.linalg.norm(best)
             fine = fine and (regimes.count("perturbed") + 1) % SHIFT_EVERY == 0
+            if ADAPT:
+                fine = _shift_by_record(record)
+            if TIE is not None:
+                fine = tied
             if SHIFT and fine and optimizer is not None and bounds is None:
                 optimizer = _shifted(optimizer, best, x0, method, more, tol, draws)
         else:
@@ -136,20 +193,62 @@ def loop(x0, method, new_starts, *, bounds, options, tol, rng, run):
         if optimizer is None:
             break
         before = results[_best(results)].fun
-        if isinstance(optimizer, tuple):  # (optimizer, centre): a shifted run
+        shifted = isinstance(optimizer, tuple)  # (optimizer, centre): a shifted run
+        if shifted:
             results.append(_run_shifted(run, *optimizer))
         else:
             results.append(run(optimizer))
         regimes.append(regime)
+        if TIE is not None and not tied:
+            i = _best(results[:-1])
+            apart = np.linalg.norm(_answer(results[-1]) - _answer(results[i]))
+            close = abs(results[-1].fun - before) <= TIE * (1 + abs(before))
+            tied = close and apart >= SEPARATE * (1 + np.linalg.norm(_answer(results[i])))
         if regime == "perturbed":
-            if results[-1].fun < before:
-                moved = float(np.linalg.norm(_answer(results[-1]) - best))
+            record[shifted][0] += results[-1].fun < before - LOWER_BY * (1 + abs(before))
+            record[shifted][1] += 1
+            moved = float(np.linalg.norm(_answer(results[-1]) - best))
+            refined = results[-1].fun < before and moved < MIN_MOVE * radius
+            if refined and REFINE == "keep":
+                pass
+            elif results[-1].fun < before and not (refined and REFINE == "fail"):
                 radius, failures = max(GROW * moved, 1e-12), 0
             else:
                 radius, failures = radius * SHRINK, failures + 1
         elif RESET and results[-1].fun < before:
             radius, failures = None, 0
     return ns._combined(results)
+
+
+@contextlib.contextmanager
+def _length_scale(length):
+    """Runs made inside have the length scale ``length`` (None: their own)."""
+    from zovh_opt._coordinates import Coordinates
+
+    package = Coordinates.start.__func__
+
+    def start(cls, *args, **kwargs):
+        coordinates, z0, scale = package(cls, *args, **kwargs)
+        return coordinates, z0, scale if length is None else length / coordinates.unit
+
+    Coordinates.start = classmethod(start)
+    try:
+        yield
+    finally:
+        Coordinates.start = classmethod(package)
+
+
+def _shift_by_record(record):
+    """Whether the next perturbed run is shifted, by the kinds' records (`ADAPT`)."""
+    if record[False][1] == 0:
+        return False
+    if record[True][1] == 0:
+        return True
+
+    def rate(kind):
+        return (record[kind][0] + 1) / (record[kind][1] + 2)
+
+    return rate(True) > rate(False)
 
 
 def _shifted(optimizer, centre, x0, method, options, tol, draws):
