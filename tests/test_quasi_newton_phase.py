@@ -23,6 +23,7 @@ from zovh_opt._gradient_phase import (
     MAX_STEPS,
     MEMORY,
     MIN_GRADIENTS,
+    REFINE_DIMENSIONS,
     REFINE_SCALE,
     SMALL_D_STEPS,
     QuasiNewtonPhase,
@@ -482,15 +483,18 @@ def test_a_lower_value_at_the_phases_resolution_starts_no_new_phase(condition):
     assert res.fun < 1e-30 and HOP_DISTANCE >= 1e-3
 
 
-def test_a_lower_value_at_the_phases_resolution_refines_at_a_finer_scale():
-    """The rotated quadratic above with condition 1e6: once the method's first iterations
-    after the converged phase found a lower value within HOP_DISTANCE l of its point, the
-    method starts again from that lowest point at the length scale REFINE_SCALE l (not the
-    kick's), and the run converges there."""
-    c, s = math.cos(0.3), math.sin(0.3)
-    R = np.array([[c, -s], [s, c]])
-    H = R.T @ np.diag([1.0, 1e6]) @ R
-    opt = zovh_opt.Optimizer(np.array([1.0, 0.7]), rng=0)
+@pytest.mark.parametrize("dim", [2, 3, 4])
+def test_a_lower_value_at_the_phases_resolution_refines_at_a_finer_scale(dim):
+    """A rotated quadratic with eigenvalues 1 to 1e6: once the method's first iterations after
+    the converged phase found a lower value within HOP_DISTANCE l of its point, the method
+    starts again from that lowest point at the length scale REFINE_SCALE l (not the kick's),
+    and the run converges there; above REFINE_DIMENSIONS (d = 4) it goes on as it was."""
+    c, s = math.cos(0.3), math.sin(0.3)  # at d = 2 the test above's rotation
+    rotation = np.array([[c, -s], [s, c]])
+    if dim > 2:
+        rotation, _ = np.linalg.qr(np.random.default_rng(0).standard_normal((dim, dim)))
+    H = rotation.T @ np.diag(np.logspace(0, 6, dim)) @ rotation
+    opt = zovh_opt.Optimizer(np.linspace(1.0, 0.4, dim), rng=0)
     refined = []
     while not opt.done:
         method, phase = opt._step, opt._quasi_newton
@@ -498,11 +502,15 @@ def test_a_lower_value_at_the_phases_resolution_refines_at_a_finer_scale():
         opt.tell([float(p @ H @ p) for p in opt.ask()])
         if handed_over and opt._step is not method:  # the method built again, after the phase
             refined.append((opt._step.scale / phase.length, opt._step.x, opt._returned.best[1]))
-    assert len(refined) == 1 and 0 < REFINE_SCALE < 1
-    scale, x, lowest = refined[0]
-    assert scale == pytest.approx(REFINE_SCALE) and np.array_equal(x, lowest)
     res = opt.result()
     assert res.success and res.fun < 1e-30 and res.quasi_newton["hops"] == 0
+    assert 0 < REFINE_SCALE < 1 and REFINE_DIMENSIONS == 3
+    if dim > REFINE_DIMENSIONS:
+        assert refined == []
+        return
+    assert len(refined) == 1
+    scale, x, lowest = refined[0]
+    assert scale == pytest.approx(REFINE_SCALE) and np.array_equal(x, lowest)
 
 
 def test_a_hop_in_a_box_starts_from_the_lowest_point_in_the_runs_coordinates():

@@ -49,9 +49,9 @@ stalled point's norm is no scale of ``f``. Where it converged (no decrease, shor
 failed line search, a zero gradient), the run ends after the method's first 10 iterations if
 they found no lower value (`zovh_opt._stopping`); at d = 2 (20 iterations there), where
 they found one farther than `HOP_DISTANCE` ``l`` from its point, the phase starts again from
-the lowest point (`hop`: basin hopping, the method as the kick), and where nearer (at the
-phase's own resolution) the method starts again from it at `REFINE_SCALE` ``l``
-(`_refine`). Where the step limit cut it (still
+the lowest point (`hop`: basin hopping, the method as the kick), and up to d = 3
+(`REFINE_DIMENSIONS`), where nearer (at the phase's own resolution), the method starts again
+from it at `REFINE_SCALE` ``l`` (`_refine`). Where the step limit cut it (still
 descending), the method's first ``ftol`` stall decides: if the method found no value below
 the run's lowest at the hand-over, the phase starts again from its point, its secant pairs
 gone, with no step limit (`resume_phase`; on COCO's attractive sector f6 at d = 10 to 40 the
@@ -116,12 +116,14 @@ SMALL_D_STEPS = 1000
 # fewer on the other, at d = 5 fewer: the method's smoothing finds Rastrigin's basin there)
 HOP_DIMENSIONS = 2
 HOP_DISTANCE = 1e-3  # the phase's false convergences: 1e-8 to 6e-5 l, new basins 0.07 to 2.5 l
-# up to HOP_DIMENSIONS, where the lower value lies within HOP_DISTANCE l (the phase's own
+# up to REFINE_DIMENSIONS, where the lower value lies within HOP_DISTANCE l (the phase's own
 # resolution: often one of its differences, 4e-8 l away on COCO f12 at d = 2), the method
-# starts again from it at this length scale over l (`_refine`): at the kick's scale it went on
-# for the budget left (f12: rejected and accepted trials as coin flips drifted out to f ~ 1e48;
-# Weierstrass's f16: a crawl), at 0.03 l it refines (theory page, *Refining after the kick*)
+# starts again from it at REFINE_SCALE l (`_refine`): at the kick's scale it went on for the
+# budget left (f12: rejected and accepted trials as coin flips drifted out to f ~ 1e48;
+# Weierstrass's f16: a crawl), at 0.03 l it refines (COCO bbob: more solved at d = 2 and 3,
+# level at d = 5; theory page, *Refining after the kick up to d = 3*)
 REFINE_SCALE = 0.03
+REFINE_DIMENSIONS = 3
 # a converged phase whose steps since x0 were at most h / ARMIJO long is stalled (its point no
 # length scale for the method) where its first step decreased f by less than this fraction of
 # the slope's prediction (`QuasiNewtonPhase.stalled`): ruggedness read as slope gave 1e-4 to
@@ -670,18 +672,21 @@ def hop(run: Any) -> bool:
     lies farther than `HOP_DISTANCE` ``l`` from the phase's point (a place the phase did not
     reach, another basin or a stretch of a valley its differences missed; not a value lower
     at the phase's own resolution), the phase starts again there (``True``): the method was
-    the kick, the phase is the local search (basin hopping); where nearer, the method starts
-    again from it at a finer scale (`_refine`)."""
+    the kick, the phase is the local search (basin hopping); up to `REFINE_DIMENSIONS`, where
+    nearer, the method starts again from it at a finer scale (`_refine`)."""
     stopping = run._stopping
     if not stopping.lower_found:  # (every iteration: one flag)
         return False
     stopping.lower_found = False
     phase, best = run._quasi_newton, run._returned.best
-    if phase is None or best is None or phase.dim > HOP_DIMENSIONS:
+    if phase is None or best is None or phase.dim > max(HOP_DIMENSIONS, REFINE_DIMENSIONS):
         return False
     x = phase.space.copy_in(run._coordinates.to_run(best[1]))
-    if norm(x - phase.x, phase.xp) <= HOP_DISTANCE * phase.length:
+    near = norm(x - phase.x, phase.xp) <= HOP_DISTANCE * phase.length
+    if near and phase.dim <= REFINE_DIMENSIONS:
         _refine(run, x)
+        return False
+    if near or phase.dim > HOP_DIMENSIONS:
         return False
     phase.hop(x, best[0])
     return _phase_again(run)

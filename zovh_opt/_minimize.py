@@ -295,10 +295,11 @@ def minimize(
         it and the method's first ``ftol`` stall comes without a value below the phase's,
         the phase resumes from its point, without the limit; at ``d = 2``, where the
         method's first 20 iterations after a converged phase find a lower value away from
-        its point, the phase starts again there (basin hopping), and where only at the
-        phase's own resolution, the method starts again from it at ``0.03`` times the length
-        scale (it refines there). With ``bounds`` it runs in the coordinates the box map
-        makes unconstrained, as the method does (every point it evaluates is in the box). Each gradient is an iteration; ``result.quasi_newton``
+        its point, the phase starts again there (basin hopping); up to ``d = 3``, where
+        they find one only at the phase's own resolution, the method starts again from it at
+        ``0.03`` times the length scale (it refines there). With ``bounds`` it runs in the
+        coordinates the box map makes unconstrained, as the method does (every point it
+        evaluates is in the box). Each gradient is an iteration; ``result.quasi_newton``
         gives the phase's ``nit`` (steps), ``nfev``, why it ``ended`` (``None``: still
         running at the end), how often it ``resumes`` and ``hops``. On smooth deterministic
         problems it is what finite-difference L-BFGS-B is, with a line search that costs one

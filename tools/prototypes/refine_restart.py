@@ -21,35 +21,45 @@ Measured on 2026-11-27, COCO ``bbob`` d = 2, instances 1-5, ``1000 d``, ``zovh-n
     SCALE 3e-2   0.812, mean 0.813 (9 of 11): f23 0.57 -> 0.79, f12 0.89 -> 0.91, f16 0.38
     SCALE 1e-1   0.804, mean 0.803 (5 of 11): f23 0.57 -> 0.60
 
-Adopted with ``SCALE`` 0.03 at d = 2 (`zovh_opt._gradient_phase.REFINE_SCALE`; this
-prototype now sets the package's constant, and ``UP_TO`` above ``HOP_DIMENSIONS`` adds the
-refinement where the package does not hop). Run through ``variant.py``; not a part of
-zovh_opt.
+Then, ``SCALE`` 0.03, where the package does not hop (``UP_TO``; 5 seeds, against the package
+in the same week's runs): d = 3 ``zovh-new-starts`` 0.686 against 0.680 on instances 1-5 (4
+of 5 seeds ahead: f23 0.47 -> 0.62, f12 0.65 -> 0.71, f21 0.74 -> 0.68), 0.689 against 0.684
+on 6-10 (4 ahead, none behind), the default ``zovh`` 0.664 against 0.655 (4 of 5); d = 5
+``zovh-new-starts`` 0.672 against 0.673 (mean 0.674 against 0.672, 3 ahead, 2 behind):
+level. ``RECHECK`` (the refined method's first iterations judged as the kick's, the run
+ending where they find nothing lower) at d = 2: 0.793 against 0.812, 0 of 11 seeds ahead
+(f11 1.00 -> 0.90, f13 0.99 -> 0.91, f23 0.79 -> 0.48: the refinement's slow progress is what
+solves them), as ``converged_lowest.py`` found.
+
+Adopted with ``SCALE`` 0.03 up to d = 3 (`zovh_opt._gradient_phase.REFINE_SCALE`,
+``REFINE_DIMENSIONS``; this prototype sets the package's constants). Run through
+``variant.py``; not a part of zovh_opt.
 """
 
-from zovh_opt import _gradient_phase, _optimizer
-from zovh_opt._backend import norm
+from zovh_opt import _gradient_phase
 
 SCALE = 0.03
-UP_TO = None  # the largest d it acts at (None: HOP_DIMENSIONS, as the package)
-_hop = _gradient_phase.hop
+UP_TO = None  # the largest d it acts at (None: the package's REFINE_DIMENSIONS)
+# the refined method's first iterations decide as the kick's do: where they find no value below
+# the lowest at the refinement the run ends (once a run: a lower value then goes on, no new
+# refinement)
+RECHECK = False
+_refine = _gradient_phase._refine
 
 
-def hop(run):
-    """The package's hop; above ``HOP_DIMENSIONS`` up to ``UP_TO``, where the lower value
-    lies within ``HOP_DISTANCE l``, the package's refinement too."""
-    found = run._stopping.lower_found
-    if _hop(run) or not found or UP_TO is None:
-        return False
-    phase, best = run._quasi_newton, run._returned.best
-    if phase is None or best is None or not _gradient_phase.HOP_DIMENSIONS < phase.dim <= UP_TO:
-        return False
-    x = phase.space.copy_in(run._coordinates.to_run(best[1]))
-    if norm(x - phase.x, phase.xp) <= _gradient_phase.HOP_DISTANCE * phase.length:
-        _gradient_phase._refine(run, x)
-    return False
+def refine(run, x):
+    """The package's refinement; with ``RECHECK`` once a run, its first iterations judged."""
+    phase = run._quasi_newton
+    if RECHECK and getattr(phase, "refined", False):
+        return
+    _refine(run, x)
+    if RECHECK:
+        phase.refined = True
+        run._stopping.converged_value = run._returned.lowest()
 
 
 def patch():
     _gradient_phase.REFINE_SCALE = SCALE
-    _optimizer.hop = hop
+    if UP_TO is not None:
+        _gradient_phase.REFINE_DIMENSIONS = UP_TO
+    _gradient_phase._refine = refine
