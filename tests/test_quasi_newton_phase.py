@@ -513,6 +513,31 @@ def test_a_lower_value_at_the_phases_resolution_refines_at_a_finer_scale(dim):
     assert scale == pytest.approx(REFINE_SCALE) and np.array_equal(x, lowest)
 
 
+def test_a_checkpoint_after_the_refinement_continues_bit_for_bit(tmp_path):
+    """Saved two asks after the method was built again at the finer scale (the rotated
+    quadratic of the test above at d = 3), the loaded run ends as the whole one."""
+    rotation, _ = np.linalg.qr(np.random.default_rng(0).standard_normal((3, 3)))
+    H = rotation.T @ np.diag(np.logspace(0, 6, 3)) @ rotation
+
+    def f(x):
+        return float(x @ H @ x)
+
+    x0 = np.linspace(1.0, 0.4, 3)
+    whole = zovh_opt.Optimizer(x0, rng=0)
+    asks = after = 0
+    while not whole.done:
+        method, phase = whole._step, whole._quasi_newton
+        handed_over = phase is not None and phase.done
+        whole.tell([f(p) for p in whole.ask()])
+        asks += 1
+        if handed_over and whole._step is not method and not after:
+            after = asks + 2
+    a = whole.result()
+    b = resumed(zovh_opt.Optimizer(x0, rng=0), f, after, tmp_path)
+    assert 0 < after < asks  # the save falls after the refinement, before the end
+    assert np.array_equal(a.x, b.x) and a.nfev == b.nfev and a.fun == b.fun
+
+
 def test_a_hop_in_a_box_starts_from_the_lowest_point_in_the_runs_coordinates():
     """With bounds the phase runs in the box map's coordinates: the hop maps the lowest point
     there (`Coordinates.to_run`), and every point evaluated stays in the box [0.5, 4]^2, whose
