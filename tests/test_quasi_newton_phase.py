@@ -483,25 +483,46 @@ def test_a_lower_value_at_the_phases_resolution_starts_no_new_phase(condition):
     assert res.fun < 1e-30 and HOP_DISTANCE >= 1e-3
 
 
-@pytest.mark.parametrize("dim", [2, 3, 4])
-def test_a_lower_value_at_the_phases_resolution_refines_at_a_finer_scale(dim):
-    """A rotated quadratic with eigenvalues 1 to 1e6: once the method's first iterations after
-    the converged phase found a lower value within HOP_DISTANCE l of its point, the method
-    starts again from that lowest point at the length scale REFINE_SCALE l (not the kick's),
-    and the run converges there; above REFINE_DIMENSIONS (d = 4) it goes on as it was."""
-    c, s = math.cos(0.3), math.sin(0.3)  # at d = 2 the test above's rotation
+def refined_quadratic(dim):
+    """A rotated quadratic with eigenvalues 1 to 1e6 and its start (at d = 2 the rotation of
+    the test above)."""
+    c, s = math.cos(0.3), math.sin(0.3)
     rotation = np.array([[c, -s], [s, c]])
     if dim > 2:
         rotation, _ = np.linalg.qr(np.random.default_rng(0).standard_normal((dim, dim)))
     H = rotation.T @ np.diag(np.logspace(0, 6, dim)) @ rotation
-    opt = zovh_opt.Optimizer(np.linspace(1.0, 0.4, dim), rng=0)
-    refined = []
+
+    def f(x):
+        return float(x @ H @ x)
+
+    return f, np.linspace(1.0, 0.4, dim)
+
+
+def run_with_rebuilds(opt, f):
+    """``opt`` run on ``f`` to its end: its asks, and for each time the method was built again
+    after the phase's hand-over, the ask, its length scale over the phase's, its point and the
+    run's lowest point then."""
+    asks, rebuilds = 0, []
     while not opt.done:
         method, phase = opt._step, opt._quasi_newton
         handed_over = phase is not None and phase.done
-        opt.tell([float(p @ H @ p) for p in opt.ask()])
-        if handed_over and opt._step is not method:  # the method built again, after the phase
-            refined.append((opt._step.scale / phase.length, opt._step.x, opt._returned.best[1]))
+        opt.tell([f(p) for p in opt.ask()])
+        asks += 1
+        if handed_over and opt._step is not method:
+            scale = opt._step.scale / phase.length
+            rebuilds.append((asks, scale, opt._step.x, opt._returned.best[1]))
+    return asks, rebuilds
+
+
+@pytest.mark.parametrize("dim", [2, 3, 4])
+def test_a_lower_value_at_the_phases_resolution_refines_at_a_finer_scale(dim):
+    """Once the method's first iterations after the converged phase found a lower value
+    within HOP_DISTANCE l of its point, the method starts again from that lowest point at the
+    length scale REFINE_SCALE l (not the kick's), and the run converges there; above
+    REFINE_DIMENSIONS (d = 4) it goes on as it was."""
+    f, x0 = refined_quadratic(dim)
+    opt = zovh_opt.Optimizer(x0, rng=0)
+    _, refined = run_with_rebuilds(opt, f)
     res = opt.result()
     assert res.success and res.fun < 1e-30 and res.quasi_newton["hops"] == 0
     assert 0 < REFINE_SCALE < 1 and REFINE_DIMENSIONS == 3
@@ -509,29 +530,17 @@ def test_a_lower_value_at_the_phases_resolution_refines_at_a_finer_scale(dim):
         assert refined == []
         return
     assert len(refined) == 1
-    scale, x, lowest = refined[0]
+    _, scale, x, lowest = refined[0]
     assert scale == pytest.approx(REFINE_SCALE) and np.array_equal(x, lowest)
 
 
 def test_a_checkpoint_after_the_refinement_continues_bit_for_bit(tmp_path):
     """Saved two asks after the method was built again at the finer scale (the rotated
     quadratic of the test above at d = 3), the loaded run ends as the whole one."""
-    rotation, _ = np.linalg.qr(np.random.default_rng(0).standard_normal((3, 3)))
-    H = rotation.T @ np.diag(np.logspace(0, 6, 3)) @ rotation
-
-    def f(x):
-        return float(x @ H @ x)
-
-    x0 = np.linspace(1.0, 0.4, 3)
+    f, x0 = refined_quadratic(3)
     whole = zovh_opt.Optimizer(x0, rng=0)
-    asks = after = 0
-    while not whole.done:
-        method, phase = whole._step, whole._quasi_newton
-        handed_over = phase is not None and phase.done
-        whole.tell([f(p) for p in whole.ask()])
-        asks += 1
-        if handed_over and whole._step is not method and not after:
-            after = asks + 2
+    asks, refined = run_with_rebuilds(whole, f)
+    after = refined[0][0] + 2 if refined else 0
     a = whole.result()
     b = resumed(zovh_opt.Optimizer(x0, rng=0), f, after, tmp_path)
     assert 0 < after < asks  # the save falls after the refinement, before the end

@@ -638,10 +638,7 @@ def tell_phase(run: Any, values: list[float]) -> None:
     if phase.noisy:
         run._noise.found(left, elsewhere=True)
     scale = phase.length if phase.noisy or phase.stalled else None
-    run._step, run._method_options = build(
-        run.method, phase.space.to_user(phase.x), rng=run._seeds, scale=scale, maxfev=left,
-        options=run._requested, noisy=phase.noisy, first_step=run._coordinates.first_step,
-    )  # fmt: skip
+    _method_from(run, phase.x, scale, noisy=phase.noisy)
     if phase.converged:
         run._stopping.converged_value = phase.f_value
     if phase.ended == "steps":
@@ -682,11 +679,11 @@ def hop(run: Any) -> bool:
     if phase is None or best is None or phase.dim > max(HOP_DIMENSIONS, REFINE_DIMENSIONS):
         return False
     x = phase.space.copy_in(run._coordinates.to_run(best[1]))
-    near = norm(x - phase.x, phase.xp) <= HOP_DISTANCE * phase.length
-    if near and phase.dim <= REFINE_DIMENSIONS:
-        _refine(run, x)
+    if norm(x - phase.x, phase.xp) <= HOP_DISTANCE * phase.length:
+        if phase.dim <= REFINE_DIMENSIONS:
+            _refine(run, x)
         return False
-    if near or phase.dim > HOP_DIMENSIONS:
+    if phase.dim > HOP_DIMENSIONS:
         return False
     phase.hop(x, best[0])
     return _phase_again(run)
@@ -696,23 +693,32 @@ def _refine(run: Any, x: Any) -> None:
     """The method of ``run`` again from ``x``, a value below the converged phase's found at
     the phase's own resolution (often one of its differences), at the length scale
     `REFINE_SCALE` ``l``: it refines there instead of going on at the kick's scale."""
-    phase = run._quasi_newton
+    _method_from(run, x, REFINE_SCALE * run._quasi_newton.length, noisy=False)
+    _forget_windows(run)
+
+
+def _method_from(run: Any, x: Any, scale: float | None, *, noisy: bool) -> None:
+    """The run's method built at ``x`` (the phase's coordinates) with the length scale
+    ``scale`` (``None``: its own) and the budget left: at the hand-over and a refinement."""
     run._step, run._method_options = build(
-        run.method, phase.space.to_user(x), rng=run._seeds, scale=REFINE_SCALE * phase.length,
-        maxfev=run.options["maxfev"] - run._told, options=run._requested, noisy=False,
+        run.method, run._quasi_newton.space.to_user(x), rng=run._seeds, scale=scale,
+        maxfev=run.options["maxfev"] - run._told, options=run._requested, noisy=noisy,
         first_step=run._coordinates.first_step,
     )  # fmt: skip
-    run._stopping.forget_windows()
-    run._returned.average.forget()
 
 
 def _phase_again(run: Any) -> bool:
-    """The phase, started again (`resume_phase`, `hop`), asks next; no ``ftol`` window
-    before it is compared with what follows."""
+    """The phase, started again (`resume_phase`, `hop`), asks next."""
     run._phase = GRADIENT
+    _forget_windows(run)
+    return True
+
+
+def _forget_windows(run: Any) -> None:
+    """No ``ftol`` window, and no average of centres, from before a restart of the phase or
+    of the method is compared with what follows."""
     run._stopping.forget_windows()
     run._returned.average.forget()
-    return True
 
 
 def phase_fields(run: Any) -> dict[str, Any]:
