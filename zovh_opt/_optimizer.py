@@ -357,12 +357,16 @@ class Optimizer:
         if self.done:
             raise RuntimeError(f"the run has ended ({self.message}); see result()")
         if self._phase in ("iterate", GRADIENT):
-            reserve = asked_size(self) + self._returned.reserve
-            spent = self._stopping.budget_spent(self.nit, self._told, reserve, self.elapsed)
+            asked = asked_size(self)
+            reserve = asked + self._returned.reserve
+            spent = self._stopping.budget_spent(
+                self.nit, self._told, reserve, self.elapsed, asked + 1
+            )
             if spent is not None:
                 self.stop(*spent)
         if self._phase == "final":
-            n = self._returned.final_size(self._told)
+            n = self._returned.final_size(self._told, self._stopping.affordable(
+                self._told, self.elapsed))  # fmt: skip
         elif self._phase in measurements.PHASES:
             n = measurements.size(self)
         elif self._phase == GRADIENT:

@@ -144,6 +144,7 @@ class ReturnedPoint:
         self.average = CentreAverage()  # of a noisy run's centres (`follow`)
         self.compared: list[float] | None = None  # the comparison's values, once in
         self.final_values: list[float] | None = None
+        self.cut: int | None = None  # the final values maxtime left room for, where it cut
 
     def become_noisy(
         self, evaluations: int, start: Any, start_values: list[float], fresh: int, extension: int
@@ -182,9 +183,30 @@ class ReturnedPoint:
         blocks = ["iterate"] + (["average"] if self.average.usable else [])
         return blocks + (["start"] if self.start_values is None else [])
 
-    def final_size(self, spent: int) -> int:
+    def final_size(self, spent: int, affordable: int | None = None) -> int:
         """The number of points of the next final ask, after ``spent`` evaluations (the
-        first records them: the run's before its end, `ended_at`)."""
+        first records them: the run's before its end, `ended_at`); at most ``affordable``
+        (what ``maxtime`` leaves), and at least one: where the ask would take more, a
+        comparison with ``x0`` ends as it stands and the returned point gets what is left."""
+        n = self._final_size(spent)
+        if affordable is None or n <= affordable:
+            return n
+        if self.comparing or self.confirming:
+            self._hurry()
+            n = self._final_size(spent)
+        self.cut = max(1, min(n, affordable))
+        return self.cut
+
+    def _hurry(self) -> None:
+        """No time for the comparison with ``x0``: it ends with the values it has (none: the
+        final iterate is the answer)."""
+        if self.compared is None:
+            self.start = None
+            return
+        self.round = 0
+        self.choice = "start" if self.chose_start() else self.candidate()
+
+    def _final_size(self, spent: int) -> int:
         if self.comparing:
             self.ended_at = spent
             return self.per_point * len(self._blocks())
@@ -342,12 +364,15 @@ class ReturnedPoint:
                 return False, " x is the average of the last iterations' centres."
             return False, ""
         self.final_values = list(values)
+        note = ""
+        if self.cut is not None:
+            note = f" maxtime left room for {self.cut} final evaluation(s) at the returned point."
         if self.noisy and not any(math.isfinite(v) for v in values):
-            return True, (
+            return True, note + (
                 " Every final evaluation failed (NaN or inf): x and fun are the lowest "
                 "finite value seen, a biased pick among noisy values."
             )
-        return True, ""
+        return True, note
 
     def answer(self, iterate: Callable[[], Any], to_user: Callable) -> tuple[Any, float, dict]:
         """The returned point, its value and the extra fields (module docstring)."""
@@ -373,6 +398,7 @@ class ReturnedPoint:
             "more_start": self.more_start,
             "ended_at": self.ended_at,
             "centre_average": self.average.state(),
+            "cut": self.cut,
         }
 
     def load_state(self, state: dict[str, Any], vector: Callable[[Any], Any]) -> None:
@@ -388,6 +414,7 @@ class ReturnedPoint:
         self.more_candidate = [float(v) for v in state.get("more_candidate", [])]
         self.more_start = [float(v) for v in state.get("more_start", [])]
         self.ended_at = state.get("ended_at")
+        self.cut = state.get("cut")  # checkpoints before maxtime bounded the end: none
         self.average.load_state(state.get("centre_average"), vector)
         start_values = state.get("start_values")
         self.start_values = None if start_values is None else [float(v) for v in start_values]

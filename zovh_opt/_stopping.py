@@ -8,7 +8,9 @@ resumes a quasi-Newton phase that its step limit cut (`zovh_opt._gradient_phase`
 at a finer scale (the safeguard, `zovh_opt._safeguard`) is decided by the driver.
 
 - ``maxiter``, ``maxfev`` (default ``1000 d``; the iteration and the final evaluations are
-  reserved in it), ``maxtime`` (the final evaluations follow it);
+  reserved in it), ``maxtime`` (over the whole call: an iteration starts where the time per
+  evaluation so far leaves room for it and one final value; the final evaluations take what is
+  left, at least one at the returned point);
 - ``ftarget``: the lowest value evaluated (with ``noisy=True``: the iteration's f estimate);
 - ``ftol``: the median f estimate of a window of ``ftol_window`` iterations (by default those
   of ``2 d`` evaluations, at least 50) is lower than the window before's by at most ``ftol``
@@ -171,9 +173,13 @@ class StoppingRules:
         paid = max(1, (self.options["maxfev"] - final_evaluations) // points_per_iteration)
         return paid if maxiter is None else min(maxiter, paid)
 
-    def budget_spent(self, nit: int, nfev: int, reserve: int, elapsed: float) -> Stop | None:
+    def budget_spent(
+        self, nit: int, nfev: int, reserve: int, elapsed: float, timed: int = 1
+    ) -> Stop | None:
         """Before an iteration: whether ``maxiter``, ``maxfev`` (with ``reserve`` evaluations
-        still to pay: the iteration and the final ones) or ``maxtime`` is spent."""
+        still to pay: the iteration and the final ones) or ``maxtime`` is spent (with time
+        for ``timed`` evaluations still to pay, at the run's time per evaluation so far: the
+        iteration and one at the returned point)."""
         opts = self.options
         if opts["maxiter"] is not None and nit >= opts["maxiter"]:
             return Stop(
@@ -187,9 +193,23 @@ class StoppingRules:
                 "Maximum number of function evaluations has been exceeded. No tolerance was "
                 f"met within maxfev={opts['maxfev']}; raise it to go on.",
             )
-        if opts["maxtime"] is not None and elapsed >= opts["maxtime"]:
-            return Stop(MAXTIME, f"Maximum time of {opts['maxtime']:g} s has been exceeded.")
+        if opts["maxtime"] is not None:
+            each = elapsed / nfev if nfev else 0.0
+            if elapsed + timed * each >= opts["maxtime"]:
+                return Stop(
+                    MAXTIME,
+                    f"Maximum time of {opts['maxtime']:g} s has been reached: the next "
+                    "iteration would have exceeded it.",
+                )
         return None
+
+    def affordable(self, nfev: int, elapsed: float) -> int | None:
+        """The evaluations the time left by ``maxtime`` pays for, at the run's time per
+        evaluation so far (at least one); ``None`` without ``maxtime`` or evaluations."""
+        maxtime = self.options["maxtime"]
+        if maxtime is None or not nfev or elapsed <= 0:
+            return None
+        return max(1, int((maxtime - elapsed) / (elapsed / nfev)))
 
     def after_iteration(
         self,
