@@ -75,6 +75,8 @@ def test_data_flows_one_way_driver_method_estimators():
 def test_each_module_imports_alone(name):
     if name.startswith("zovh_opt.benchmarks") and importlib.util.find_spec("cma") is None:
         pytest.skip("the benchmarks need their extra")
+    if name.startswith("zovh_opt.torch") and importlib.util.find_spec("torch") is None:
+        pytest.skip("zovh_opt.torch needs torch")
     saved = {k: v for k, v in sys.modules.items() if k == "zovh_opt" or k.startswith("zovh_opt.")}
     for key in saved:
         del sys.modules[key]

@@ -322,3 +322,19 @@ def test_the_smooth_benchmarks_quick_run(tmp_path):
     gaps = {r["solver"]: r["gaps"] for r in record["data"]}
     assert gaps["L-BFGS-B (FD)"]["2000"] > 0.9  # the best value within d: about f(x0)
     assert gaps["zovh"]["20000"] <= gaps["L-BFGS-B (FD)"]["20000"] < 1e-4
+
+
+@pytest.mark.slow
+def test_finetune_quick(tmp_path):
+    """Every method spends the budget of forward passes its steps allow, the pre-trained row
+    spends none, and the cost table has a finite time for each method."""
+    pytest.importorskip("transformers")
+    from zovh_opt.benchmarks.finetune import METHODS
+
+    data = quick("finetune", tmp_path)["data"]
+    budget = {"MeZO": 60, "HiZOO": 57, "ZoVH (N=1)": 60, "ZoVH (N=2)": 60, "pre-trained": 0}
+    assert {r["method"]: r["passes"] for r in data["runs"]} == budget
+    assert all(r["curve"][0][0] == 0 and len(r["curve"]) > 1 for r in data["runs"][:-1])
+    (rows,) = data["cost"]
+    assert [r["method"] for r in rows] == list(METHODS)
+    assert all(math.isfinite(r["ms_per_pass"]) and r["ms_per_pass"] > 0 for r in rows)

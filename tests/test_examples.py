@@ -10,7 +10,11 @@ from pathlib import Path
 import pytest
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
-NEEDS = {"adversarial_attack.py": ("torch", "sklearn"), "compare_methods.py": ("matplotlib",)}
+NEEDS = {
+    "adversarial_attack.py": ("torch", "sklearn"),
+    "compare_methods.py": ("matplotlib",),
+    "finetune.py": ("torch", "transformers"),
+}
 # what each example prints when it did its job (its own checks exit non-zero otherwise)
 EXPECT = {
     "quickstart.py": "zovh ",
@@ -23,9 +27,11 @@ EXPECT = {
     "scipy_dropin.py": "every point in the box: True",
     "ode_fit.py": "zovh x_scale=1",
     "adversarial_attack.py": "test accuracy",
+    "finetune.py": "validation loss",
 }
-# run in CI's slow set, out of the README's two minutes (ode_fit.py 6 s, compare_methods.py 4 s)
-SLOW = {"adversarial_attack.py", "ode_fit.py", "compare_methods.py"}
+# run in CI's slow set, out of the README's two minutes (ode_fit.py 6 s, compare_methods.py 4 s,
+# finetune.py 15 s)
+SLOW = {"adversarial_attack.py", "ode_fit.py", "compare_methods.py", "finetune.py"}
 
 
 def test_every_example_is_listed():

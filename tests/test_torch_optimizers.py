@@ -72,8 +72,15 @@ def paper_direction(U, y, mu, lam):
 def test_zovh_steps_are_the_papers_product_over_the_kept_queries(history, chunk):
     model = small_model()
     closure = Recorder(model)
-    opt = ZoVH(model.parameters(), lr=0.1, smoothing=MU, regularization=LAM, history=history,
-               chunk=chunk, seed=3)
+    opt = ZoVH(
+        model.parameters(),
+        lr=0.1,
+        smoothing=MU,
+        regularization=LAM,
+        history=history,
+        chunk=chunk,
+        seed=3,
+    )
     queries = []  # (direction, value) of every query, in order
     for _ in range(3):
         theta = flat(model)
@@ -86,7 +93,7 @@ def test_zovh_steps_are_the_papers_product_over_the_kept_queries(history, chunk)
         assert loss == pytest.approx(y.mean(), rel=1e-12)
         # Gaussian directions, new at every step
         assert all(np.linalg.norm(u) > 1 for u in U)
-        queries += list(zip(U, y))
+        queries += list(zip(U, y, strict=True))
         kept = queries[-3 * history :]
         p = paper_direction(np.array([u for u, _ in kept]), np.array([v for _, v in kept]), MU, LAM)
         np.testing.assert_allclose(flat(model) - theta, -0.1 * p, rtol=1e-9, atol=1e-12)
@@ -107,7 +114,8 @@ def test_mezo_steps_are_spsa_on_antithetic_pairs():
         loss = opt.step(closure)
         seen = closure.points[start:]
         assert len(seen) == 4
-        plus, minus = [(seen[i] - theta) / MU for i in (0, 2)], [(seen[i] - theta) / MU for i in (1, 3)]
+        plus = [(seen[i] - theta) / MU for i in (0, 2)]
+        minus = [(seen[i] - theta) / MU for i in (1, 3)]
         np.testing.assert_allclose(plus, [-m for m in minus], atol=1e-12)
         y = [closure.value(x) for x in seen]
         assert loss == pytest.approx(np.mean(y), rel=1e-12)
@@ -181,8 +189,10 @@ def test_a_groups_rate_scales_its_update():
     steps = []
     for rates in [(0.01, 0.01), (0.01, 0.03)]:
         model = small_model()
-        groups = [{"params": [model[0].weight], "lr": rates[0]},
-                  {"params": [model[2].weight], "lr": rates[1]}]
+        groups = [
+            {"params": [model[0].weight], "lr": rates[0]},
+            {"params": [model[2].weight], "lr": rates[1]},
+        ]
         for p in (model[0].bias, model[2].bias):
             p.requires_grad_(False)
         before = [model[0].weight.detach().clone(), model[2].weight.detach().clone()]
@@ -204,8 +214,8 @@ def run(method, steps, state=None, model=None, **options):
 
 
 @pytest.mark.parametrize(
-    "method, options", [(ZoVH, {"history": 2}), (ZoVH, {}), (MeZO, {"n_directions": 2}),
-                        (HiZOO, {"alpha": 0.2})]
+    "method, options",
+    [(ZoVH, {"history": 2}), (ZoVH, {}), (MeZO, {"n_directions": 2}), (HiZOO, {"alpha": 0.2})],
 )
 def test_a_state_dict_resumes_the_run_bit_for_bit(method, options):
     straight, _ = run(method, 8, seed=4, **options)
@@ -230,9 +240,14 @@ def test_a_state_dict_of_another_optimizer_is_refused():
 
 @pytest.mark.parametrize(
     "options, match",
-    [({"lr": -1.0}, "lr must be"), ({"smoothing": 0.0}, "smoothing must"),
-     ({"n_directions": 2}, "history \\* n_directions must be >= 3"), ({"seed": -1}, "seed must"),
-     ({"regularization": float("nan")}, "regularization must"), ({"history": 0}, "history must")],
+    [
+        ({"lr": -1.0}, "lr must be"),
+        ({"smoothing": 0.0}, "smoothing must"),
+        ({"n_directions": 2}, "history \\* n_directions must be >= 3"),
+        ({"seed": -1}, "seed must"),
+        ({"regularization": float("nan")}, "regularization must"),
+        ({"history": 0}, "history must"),
+    ],
 )
 def test_bad_arguments_name_themselves(options, match):
     with pytest.raises(ValueError, match=match):
@@ -263,22 +278,34 @@ def test_a_loss_that_is_not_finite_skips_the_step_and_restores(method):
     assert opt.skipped_steps == 1
 
 
-def test_a_step_holds_a_few_chunks_not_a_copy_of_the_model():
-    """During a step the optimizer's buffers are chunks: K + 1 directions and two float64 sums,
-    whatever the model's size; none is kept after the step."""
+def test_a_step_holds_a_few_chunks_not_a_copy_of_the_model(monkeypatch):
+    """The optimizer's buffers are chunks: K + 1 directions and two float64 sums per worker,
+    whatever the model's size (on a CPU they stay between sweeps, so a worker's allocator does
+    not grow)."""
+    from zovh_opt.torch._inplace import Workspace
+
     model = torch.nn.Linear(1000, 100)  # 100 100 parameters
     opt = ZoVH(model.parameters(), lr=1e-3, chunk=4096, history=2)
-    seen = []
+    held, peak = [], [0]
+    original = Workspace.buffer
+
+    def buffer(self, *args):
+        out = original(self, *args)
+        peak[0] = max(peak[0], self.held_bytes())
+        return out
+
+    monkeypatch.setattr(Workspace, "buffer", buffer)
 
     def closure():
-        seen.append(sum(b.numel() * b.element_size() for pool in opt.directions._buffers.values()
-                        for b in pool))
+        held.append(sum(w.held_bytes() for w in opt.directions.workspaces))
         return model(torch.ones(1, 1000)).pow(2).mean()
 
     for _ in range(3):
         opt.step(closure)
-    assert max(seen) <= 4 * 4096 * 4 + 2 * 4096 * 8
-    assert not opt.directions._buffers
+    # per worker thread: K + 1 = 4 float32 direction chunks and 2 float64 sums
+    per_worker = 4 * 4096 * 4 + 2 * 4096 * 8
+    assert peak[0] == per_worker
+    assert max(held) <= len(opt.directions.workspaces) * per_worker
 
 
 def test_importing_zovh_opt_needs_no_torch_and_zovh_opt_torch_says_how_to_install():
@@ -295,8 +322,13 @@ def test_an_opt_model_from_a_config_learns_under_zovh():
     transformers = pytest.importorskip("transformers")
     torch.manual_seed(0)
     config = transformers.OPTConfig(
-        vocab_size=32, hidden_size=16, num_hidden_layers=1, ffn_dim=32, num_attention_heads=2,
-        max_position_embeddings=16, word_embed_proj_dim=16,
+        vocab_size=32,
+        hidden_size=16,
+        num_hidden_layers=1,
+        ffn_dim=32,
+        num_attention_heads=2,
+        max_position_embeddings=16,
+        word_embed_proj_dim=16,
     )
     model = transformers.OPTForCausalLM(config).eval()
     tokens = torch.arange(8).repeat(4, 1) % 32  # a sequence to memorise

@@ -9,6 +9,7 @@ from . import (
     attack,
     coco,
     curvature,
+    finetune,
     hessian_error,
     memory,
     model_cost,
@@ -36,6 +37,7 @@ COMMANDS = {
     "noise": noise,
     "memory": memory,
     "smooth": smooth,
+    "finetune": finetune,
 }
 
 

@@ -9,7 +9,8 @@ parameters and form the Gram matrix of its directions holding only a few chunks 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
@@ -18,9 +19,9 @@ import torch
 
 _MASK = (1 << 64) - 1
 # elements a chunk draws at once: on the CPU a few chunks stay in cache and bound the
-# optimizer's buffers (2 MiB each in float32); on a GPU a chunk this small would be
+# optimizer's buffers (1 MiB each in float32); on a GPU a chunk this small would be
 # launch-bound, so there a chunk is at most 2**26 elements
-CPU_CHUNK, DEVICE_CHUNK = 1 << 19, 1 << 26
+CPU_CHUNK, DEVICE_CHUNK = 1 << 18, 1 << 26
 
 
 def mix(*keys: int) -> int:
@@ -59,45 +60,19 @@ def direction_dtype(dtype: torch.dtype) -> torch.dtype:
     return torch.float32 if dtype in (torch.float16, torch.bfloat16) else dtype
 
 
-class Directions:
-    """Draws direction chunks and applies them to the parameters, one chunk at a time.
+class Workspace:
+    """What one thread draws with: a generator per device and chunk-sized buffers."""
 
-    Parameters
-    ----------
-    chunk : int or None
-        Elements a chunk draws at once; ``None`` chooses by device (`CPU_CHUNK`,
-        `DEVICE_CHUNK`). The same seed and chunk give the same directions.
-    """
-
-    def __init__(self, chunk: int | None = None) -> None:
-        if chunk is not None and (not isinstance(chunk, int) or chunk < 1):
-            raise ValueError(f"chunk must be a positive integer or None, got {chunk!r}")
-        self.chunk = chunk
+    def __init__(self, chunk_of: Callable[[torch.device], int]) -> None:
+        self.chunk_of = chunk_of
         self._generators: dict[torch.device, torch.Generator] = {}
         self._buffers: dict[tuple[str, torch.dtype, torch.device], list[torch.Tensor]] = {}
 
-    def _chunk_of(self, device: torch.device) -> int:
-        if self.chunk is not None:
-            return self.chunk
-        return CPU_CHUNK if device.type == "cpu" else DEVICE_CHUNK
-
-    def _generator(self, device: torch.device) -> torch.Generator:
-        if device not in self._generators:
-            self._generators[device] = torch.Generator(device=device)
-        return self._generators[device]
-
-    def pieces(self, entries: Sequence[Entry]) -> Any:
-        """``(entry, chunk number, start, flat view of the chunk)`` for every chunk of every
-        entry."""
-        for entry in entries:
-            flat = entry.param.data.view(-1)
-            size = self._chunk_of(flat.device)
-            for number, start in enumerate(range(0, flat.numel(), size)):
-                yield entry, number, start, flat[start : start + size]
-
     def draw(self, seed: int, entry: Entry, number: int, like: torch.Tensor, slot: int) -> Any:
         """The chunk ``number`` of direction ``seed`` on ``entry``, in buffer ``slot``."""
-        generator = self._generator(like.device)
+        generator = self._generators.get(like.device)
+        if generator is None:
+            generator = self._generators[like.device] = torch.Generator(device=like.device)
         generator.manual_seed(mix(seed, entry.index, number))
         buffer = self.buffer("direction", direction_dtype(like.dtype), like.device, slot)
         return buffer[: like.numel()].normal_(generator=generator)
@@ -106,7 +81,7 @@ class Directions:
         """A chunk-sized buffer of ``kind`` ("direction" or "sum"), kept until `release`."""
         pool = self._buffers.setdefault((kind, dtype, device), [])
         while len(pool) <= slot:
-            pool.append(torch.empty(self._chunk_of(device), dtype=dtype, device=device))
+            pool.append(torch.empty(self.chunk_of(device), dtype=dtype, device=device))
         return pool[slot]
 
     def accumulate(self, piece: torch.Tensor, slot: int) -> torch.Tensor:
@@ -114,9 +89,90 @@ class Directions:
         and rounded to the parameter's dtype once)."""
         return self.buffer("sum", torch.float64, piece.device, slot)[: piece.numel()].zero_()
 
-    def release(self) -> None:
-        """Free the chunk buffers (they are kept between the passes of one step)."""
-        self._buffers.clear()
+    def held_bytes(self) -> int:
+        return sum(b.numel() * b.element_size() for pool in self._buffers.values() for b in pool)
+
+    def release(self, keep_cpu: bool = False) -> None:
+        """Free the buffers (on devices only, with ``keep_cpu``)."""
+        for key in [k for k in self._buffers if not (keep_cpu and k[2].type == "cpu")]:
+            del self._buffers[key]
+
+
+class Directions:
+    """Draws direction chunks and applies them to the parameters, one chunk at a time.
+
+    The chunks of CPU parameters are shared out among ``threads`` workers (each chunk's draws
+    depend on its seed alone, so the results do not depend on the workers). A worker holds a
+    few chunk-sized buffers: on the CPU for the optimizer's life, on a device during a sweep.
+
+    Parameters
+    ----------
+    chunk : int or None
+        Elements a chunk draws at once; ``None`` chooses by device (`CPU_CHUNK`,
+        `DEVICE_CHUNK`). The same seed and chunk give the same directions.
+    threads : int or None
+        Workers for CPU chunks; ``None``: ``torch.get_num_threads()``.
+    """
+
+    def __init__(self, chunk: int | None = None, threads: int | None = None) -> None:
+        if chunk is not None and (not isinstance(chunk, int) or chunk < 1):
+            raise ValueError(f"chunk must be a positive integer or None, got {chunk!r}")
+        if threads is not None and (not isinstance(threads, int) or threads < 1):
+            raise ValueError(f"threads must be a positive integer or None, got {threads!r}")
+        self.chunk, self.threads = chunk, threads
+        self.workspaces = [Workspace(self._chunk_of)]
+        self._pool: ThreadPoolExecutor | None = None
+
+    def _chunk_of(self, device: torch.device) -> int:
+        if self.chunk is not None:
+            return self.chunk
+        return CPU_CHUNK if device.type == "cpu" else DEVICE_CHUNK
+
+    def pieces(self, entries: Sequence[Entry]) -> list[tuple[Entry, int, int, torch.Tensor]]:
+        """``(entry, chunk number, start, flat view of the chunk)`` for every chunk of every
+        entry."""
+        out = []
+        for entry in entries:
+            flat = entry.param.data.view(-1)
+            size = self._chunk_of(flat.device)
+            for number, start in enumerate(range(0, flat.numel(), size)):
+                out.append((entry, number, start, flat[start : start + size]))
+        return out
+
+    def each(self, entries: Sequence[Entry], work: Callable[..., Any]) -> list[Any]:
+        """``[work(workspace, entry, number, start, piece) for every chunk]``, in chunk order;
+        CPU chunks run on the workers, the others on this thread."""
+        pieces = self.pieces(entries)
+        threads = self.threads or torch.get_num_threads()
+        on_cpu = [i for i, p in enumerate(pieces) if p[3].device.type == "cpu"]
+        results: list[Any] = [None] * len(pieces)
+        # CPU buffers stay from sweep to sweep: freed and taken again by worker threads they
+        # would grow the allocator's per-thread arenas; device buffers go after each sweep
+        if threads > 1 and len(on_cpu) > 1:
+            while len(self.workspaces) < threads:
+                self.workspaces.append(Workspace(self._chunk_of))
+            if self._pool is None:
+                self._pool = ThreadPoolExecutor(threads)
+
+            def share(t: int) -> None:
+                for i in on_cpu[t::threads]:
+                    results[i] = work(self.workspaces[t], *pieces[i])
+
+            intra = torch.get_num_threads()
+            torch.set_num_threads(1)  # the workers share the cores, not each op
+            try:
+                list(self._pool.map(share, range(threads)))
+            finally:
+                torch.set_num_threads(intra)
+        else:
+            on_cpu = []
+        done = set(on_cpu)
+        for i, piece in enumerate(pieces):
+            if i not in done:
+                results[i] = work(self.workspaces[0], *piece)
+        for workspace in self.workspaces:  # not held while the closure runs the model
+            workspace.release(keep_cpu=True)
+        return results
 
     def sweep(
         self,
@@ -133,46 +189,46 @@ class Directions:
         crossed a power of two), then the shifts and steps. ``scale(entry, start, n)``, where
         given, returns a tensor that divides the moves of the chunk (HiZOO's ``Sigma^{1/2}``).
         The row directions stay in buffers for the chunk, the others pass through one buffer:
-        a sweep holds ``len(rows) + 1`` direction chunks and two accumulators.
+        a worker holds ``len(rows) + 1`` direction chunks and two accumulators. The Gram block
+        is summed over chunks in chunk order, so it does not depend on the workers.
         """
         R = len(rows)
         order = [*rows, *(j for j in range(len(draws)) if j not in rows)]
-        partial: dict[torch.device, torch.Tensor] = {}
-        for entry, number, start, piece in self.pieces(entries):
+
+        def work(space: Workspace, entry: Entry, number: int, start: int, piece: Any) -> Any:
             held: list[torch.Tensor] = []
-            undo = move = None
-            acc = None
+            undo = move = dots = None
             if R:
-                acc = partial.get(piece.device)
-                if acc is None:
-                    acc = torch.zeros(R, len(draws), dtype=torch.float64, device=piece.device)
-                    partial[piece.device] = acc
+                dots = torch.zeros(R, len(draws), dtype=torch.float64, device=piece.device)
             for j in order:
                 draw = draws[j]
                 alpha = draw.shift + entry.lr * draw.step
                 if alpha == 0.0 and draw.undo == 0.0 and not R:
                     continue
-                u = self.draw(draw.seed, entry, number, piece, min(len(held), R))
+                u = space.draw(draw.seed, entry, number, piece, min(len(held), R))
                 if draw.undo != 0.0:
-                    undo = self.accumulate(piece, 0) if undo is None else undo
+                    undo = space.accumulate(piece, 0) if undo is None else undo
                     undo.add_(u, alpha=draw.undo)
                 if alpha != 0.0:
-                    move = self.accumulate(piece, 1) if move is None else move
+                    move = space.accumulate(piece, 1) if move is None else move
                     move.add_(u, alpha=alpha)
-                if acc is not None:
-                    if len(held) < R:  # a row: its dots with itself and the rows before it
-                        held.append(u)
-                        for r, row in enumerate(held[:-1]):
-                            acc[len(held) - 1, rows[r]] += torch.dot(row, u)
-                    for r, row in enumerate(held):
-                        acc[r, j] += torch.dot(row, u)
+                if len(held) < R:  # a row: its dots with itself and the rows before it
+                    held.append(u)
+                    for r, row in enumerate(held[:-1]):
+                        dots[len(held) - 1, rows[r]] = torch.dot(row, u)
+                for r, row in enumerate(held):
+                    dots[r, j] = torch.dot(row, u)
             divisor = None if scale is None else scale(entry, start, piece.numel())
             for total in (undo, move):
                 if total is not None:
                     if divisor is not None:
                         total.div_(divisor)
                     piece.copy_(total.add_(piece))
+            return dots
+
+        blocks = self.each(entries, work)
         gram = np.zeros((R, len(draws)))
-        for acc in partial.values():
-            gram += acc.cpu().numpy()
+        for device in dict.fromkeys(b.device for b in blocks if b is not None):
+            same = [b for b in blocks if b is not None and b.device == device]
+            gram += torch.stack(same).sum(0).cpu().numpy()
         return gram

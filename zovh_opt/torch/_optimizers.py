@@ -18,7 +18,7 @@ import numpy as np
 import torch
 
 from .. import estimators
-from ._inplace import Directions, Draw, Entry, mix
+from ._inplace import Directions, Draw, Entry, Workspace, mix
 
 STATE_KEY = "zeroth_order"  # the state_dict entry of the run's scalars, seeds and Gram matrix
 
@@ -106,11 +106,7 @@ class ZerothOrderOptimizer(torch.optim.Optimizer):
         """
         if closure is None:
             raise ValueError(f"{type(self).__name__}.step needs a closure that returns the loss")
-        entries = self._entries()
-        try:
-            loss = self._step(entries, closure)
-        finally:
-            self.directions.release()
+        loss = self._step(self._entries(), closure)
         self.steps += 1
         return loss
 
@@ -332,7 +328,9 @@ class MeZO(ZerothOrderOptimizer):
                 if not math.isfinite(values[-1]):
                     return self._skip(entries, [Draw(s, undo=-side)])
             slopes.append((values[-2] - values[-1]) / (2 * mu * K))
-        draws = [Draw(s, undo=mu if k == K - 1 else 0.0, step=-slopes[k]) for k, s in enumerate(seeds)]
+        draws = [
+            Draw(s, undo=mu if k == K - 1 else 0.0, step=-slopes[k]) for k, s in enumerate(seeds)
+        ]
         self.directions.sweep(entries, draws)
         return float(np.mean(values))
 
@@ -413,24 +411,34 @@ class HiZOO(ZerothOrderOptimizer):
                     return self._skip(entries, [])
             curvature.append((pair[0] - 2 * y0 + pair[1]) / (2 * K) / mu / mu)
             slopes.append((pair[0] - pair[1]) / (2 * mu * K))
-        self.directions.sweep(entries, [Draw(seeds[-1], undo=mu)], scale=self._root)
         self._update(entries, seeds, curvature, slopes)
         return y0
 
-    def _update(self, entries: list[Entry], seeds: list[int], curvature: list, slopes: list) -> None:
-        """The Hessian's moving average and the preconditioned step, chunk by chunk."""
-        for entry, number, start, piece in self.directions.pieces(entries):
+    def _update(
+        self, entries: list[Entry], seeds: list[int], curvature: list, slopes: list
+    ) -> None:
+        """Back from the last query, then the Hessian's moving average and the preconditioned
+        step, chunk by chunk."""
+        mu, alpha = self.smoothing, self.alpha
+
+        def work(space: Workspace, entry: Entry, number: int, start: int, piece: Any) -> None:
             hessian = self._hessian(entry)[start : start + piece.numel()]
-            estimate = self.directions.accumulate(piece, 0)
-            gradient = self.directions.accumulate(piece, 1)
-            for s, c, g in zip(seeds, curvature, slopes):
-                u = self.directions.draw(s, entry, number, piece, 0)
+            estimate = space.accumulate(piece, 0)
+            gradient = space.accumulate(piece, 1)
+            for k, (s, c, g) in enumerate(zip(seeds, curvature, slopes, strict=True)):
+                u = space.draw(s, entry, number, piece, 0)
+                if k == len(seeds) - 1:  # the last query was theta - mu Sigma^{-1/2} u
+                    back = estimate.copy_(u).mul_(mu).div_(hessian.sqrt())
+                    piece.copy_(back.add_(piece))
+                    estimate.zero_()
                 gradient.add_(u, alpha=g)
                 estimate.addcmul_(u, u, value=c)
             estimate.mul_(hessian).abs_()
-            hessian.mul_(1 - self.alpha).add_(estimate, alpha=self.alpha)
+            hessian.mul_(1 - alpha).add_(estimate, alpha=alpha)
             if entry.lr != 0.0:
                 piece.copy_(gradient.div_(hessian.sqrt()).mul_(-entry.lr).add_(piece))
+
+        self.directions.each(entries, work)
 
     def _run_state(self) -> dict[str, Any]:
         return {**super()._run_state(), "config": [self.n_directions, self.smoothing, self.alpha]}
