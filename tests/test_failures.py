@@ -141,6 +141,7 @@ def test_keyboard_interrupt_returns_the_result_so_far(vectorized):
         fun, np.ones(D), rng=0, vectorized=vectorized, options={"maxiter": 1000, **METHOD}
     )
     assert res.status == 6 and not res.success and "KeyboardInterrupt" in res.message
+    assert "run() again" not in res.message and "zovh_opt.Optimizer" in res.message
     assert res.nfev == len(f.values)  # nothing evaluated is lost, nothing is added
     best_value, best_point = f.best()
     assert res.fun == best_value and np.array_equal(res.x, best_point)

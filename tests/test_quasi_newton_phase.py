@@ -761,7 +761,7 @@ def test_after_a_converged_phase_one_window_of_the_method_without_a_lower_value_
     res = zovh_opt.minimize(f, x0, rng=0)
     phase = res.quasi_newton
     assert phase["ended"] == "no decrease" and res.success
-    assert res.message.startswith("The quasi-Newton phase converged at f = ")
+    assert res.message.startswith("The quasi-Newton phase converged (f = ")
     assert res.nit - phase["nit"] == 10  # a gradient a step (it ended at one), then ten
     assert res.fun - f_opt <= 1e-15 * (f(x0) - f_opt) and res.nfev < 5000
 

@@ -89,9 +89,16 @@ def test_integer_options(name, bounds):
     for value in (lo - 1, hi + 1, 10**30):
         with pytest.raises(ValueError, match=allowed):
             zovh_opt.minimize(sphere, np.ones(D), options={"maxiter": 2, name: value})
-    for value in (2.5, "3", True):
+    for value in (2.5, "3", True, np.inf):
         with pytest.raises(TypeError, match=allowed):
             zovh_opt.minimize(sphere, np.ones(D), options={"maxiter": 2, name: value})
+
+
+def test_integral_floats_are_integers_as_in_scipy():
+    res = zovh_opt.minimize(sphere, np.ones(D), options={"maxfev": 1e3, "maxiter": np.float64(5)})
+    assert res.nit == 5
+    with pytest.raises(ValueError, match=r"maxfev must be an integer in \[1, "):
+        zovh_opt.minimize(sphere, np.ones(D), options={"maxfev": 0.0})
 
 
 def test_zovh_history_is_bounded_by_its_host_algebra():

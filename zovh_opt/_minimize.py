@@ -11,8 +11,16 @@ from scipy.optimize import LinearConstraint, NonlinearConstraint, OptimizeResult
 from ._driver_options import checked_method, known_options
 from ._new_starts import checked_new_starts, minimize_with_new_starts
 from ._optimizer import Optimizer
+from ._stopping import INTERRUPTED
 
 __all__ = ["minimize", "zovh"]
+
+
+INTERRUPTED_MESSAGE = (
+    "Interrupted by the user (KeyboardInterrupt): x and fun are the best point so far, with no "
+    "final evaluation. To continue an interrupted run, drive it with zovh_opt.Optimizer: its "
+    "run() continues after an interrupt, and save() / Optimizer.load() keep it."
+)
 
 
 def minimize(
@@ -441,7 +449,10 @@ def minimize(
     options = known_options(method, options, stacklevel=2)
 
     def run(optimizer: Optimizer) -> OptimizeResult:
-        return optimizer.run(fun, args, callback=callback, workers=workers, vectorized=vectorized)
+        res = optimizer.run(fun, args, callback=callback, workers=workers, vectorized=vectorized)
+        if res.status == INTERRUPTED:  # a minimize caller cannot run() again
+            res.message = INTERRUPTED_MESSAGE
+        return res
 
     if new_starts:
         return minimize_with_new_starts(

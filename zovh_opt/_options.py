@@ -53,10 +53,14 @@ def finite_real(name: str, value: Any) -> float:
 
 
 def integer_between(minimum: int, maximum: int) -> Callable[[str, Any], int]:
-    """A validator for integers in ``[minimum, maximum]``."""
+    """A validator for integers in ``[minimum, maximum]``; a float with an integral value
+    (``maxfev=1e4``) is one, as SciPy's methods take it."""
 
     def check(name: str, value: Any) -> int:
         allowed = f"an integer in [{minimum}, {maximum}]"
+        if isinstance(value, numbers.Real) and not isinstance(value, (bool, numbers.Integral)):
+            if math.isfinite(value) and float(value).is_integer():
+                value = int(value)
         if not isinstance(value, numbers.Integral) or isinstance(value, bool):
             raise TypeError(f"{name} must be {allowed}, got {value!r}")
         if not minimum <= value <= maximum:

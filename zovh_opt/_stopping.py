@@ -81,8 +81,8 @@ class Stop(NamedTuple):
 STALLED = Stop(SUCCESS, "stalled")  # ftol fired: stop, or go on at a finer scale (safeguard)
 
 FLAT_MESSAGE = (
-    "f took the value {value:.17g} at every query of the last {count} iterations: the run is "
-    "on a plateau of f (flat at the queries' spread)."
+    "Every query of the last {count} iterations had the value {value:.17g}: the run is on a "
+    "plateau of f (flat at the queries' spread); x is the lowest point evaluated."
 )
 FLAT_START_MESSAGE = (
     "f took the value {value:.17g} at every point the run evaluated ({count} iterations): x0 "
@@ -95,8 +95,8 @@ FTOL_MESSAGE = (
     "iterations before by at most ftol (relative)."
 )
 PHASE_MESSAGE = (
-    "The quasi-Newton phase converged at f = {value:.17g}, and the method's first {window} "
-    "iterations found no lower value."
+    "The quasi-Newton phase converged (f = {value:.17g} at its last point), and the method's "
+    "first {window} iterations found no lower value; x is the lowest point evaluated."
 )
 
 
