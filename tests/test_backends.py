@@ -15,6 +15,7 @@ from zovh_opt.problems import rosenbrock
 PACKAGE = pathlib.Path(zovh_opt.__file__).parent
 # the adapters: the array libraries, and CuPy's kernel for directions
 ADAPTERS = {PACKAGE / "_backend.py", PACKAGE / "_device_normals.py"}
+ADAPTERS |= set((PACKAGE / "torch").glob("*.py"))  # zovh_opt.torch: torch's optimizers
 # The O(M^2) algebra of an iteration (Gram matrix, function values, step coefficients) lives on
 # the host in NumPy float64 by design; these modules hold it. Their d-sized arrays still go
 # through the ArraySpace of _backend.py, which test_namespace_dtype_device_follow_x0 checks.
@@ -37,6 +38,7 @@ HOST_ALGEBRA = {
     "_driver_options.py",  # x_scale read on the host, once
     "_robust.py",  # medians of a batch's P host floats
     "_carried_transport.py",  # the kept rows' P products for the next step, host floats
+    "_lbfgs.py",  # hess_inv's compact form: the m x m matrices of the secant pairs
 }
 
 

@@ -21,6 +21,7 @@ import numpy as np
 from ._backend import ArraySpace, namespace_of, norm, to_numpy
 from ._bounds import Box, box_of
 from ._curvature import DiagonalOperator
+from ._lbfgs import LbfgsInverse
 from ._step_size import INITIAL_STEP, length_scale
 
 __all__ = ["Coordinates", "run_unit"]
@@ -235,7 +236,10 @@ class Coordinates:
                 jac = estimates["jac"] * (f_unit / unit)
                 estimates["jac"] = jac if s is None else jac / self._compute_scale(jac)
             inverse = estimates.pop("hess_inv", None)
-            if isinstance(inverse, DiagonalOperator):
+            if isinstance(inverse, LbfgsInverse):
+                scale = None if s is None else self._compute_scale(inverse.pairs[0][0])
+                estimates["hess_inv"] = inverse.scaled(unit * unit / f_unit, scale)
+            elif isinstance(inverse, DiagonalOperator):
                 diagonal = inverse.diagonal() * (unit / f_unit)
                 diagonal *= unit
                 if s is not None:

@@ -75,7 +75,7 @@ from typing import Any
 
 from ._backend import ArraySpace, norm
 from ._coordinates import power_of_two_near
-from ._lbfgs import inverse_times
+from ._lbfgs import LbfgsInverse, initial_matrix, inverse_times
 from ._methods import build
 from ._noise import repeats
 
@@ -542,14 +542,22 @@ class QuasiNewtonPhase:
         self.ended, self.handover_lowest = None, None
 
     def release(self) -> None:
-        """After the phase: its vectors go (the counts stay for the result)."""
-        self.g, self.p, self.previous, self.pairs, self.start = None, None, None, [], None
+        """After the phase: its vectors go (the counts stay for the result), but for the
+        secant pairs, the result's ``hess_inv`` until the method learns its own
+        (`forget_pairs`)."""
+        self.g, self.p, self.previous, self.start = None, None, None, None
 
     def estimates(self) -> dict[str, Any]:
-        """``jac``: the phase's last gradient (the result's, until the method has its own)."""
-        if self.jac is None:
-            return {}
-        return {"jac": self.space.to_user(self.jac * self.f_unit)}
+        """``jac``: the phase's last gradient (the result's, until the method has its own);
+        ``hess_inv``: L-BFGS's inverse Hessian of its secant pairs, where it has some."""
+        out = {} if self.jac is None else {"jac": self.space.to_user(self.jac * self.f_unit)}
+        if self.pairs:
+            to_user, xp = self.space.to_user, self.xp
+            h0 = initial_matrix(self.pairs, xp)
+            pairs = [(to_user(s), to_user(y), rho) for s, y, rho in self.pairs]
+            h0 = h0 if isinstance(h0, float) else to_user(h0)
+            out["hess_inv"] = LbfgsInverse(pairs, h0).scaled(1.0 / self.f_unit)
+        return out
 
 
 def _itself(z: Any) -> Any:
@@ -721,12 +729,30 @@ def _forget_windows(run: Any) -> None:
     run._returned.average.forget()
 
 
+def forget_pairs(run: Any) -> None:
+    """After an iteration of ``run``'s method: the phase's secant pairs go once a curvature
+    model has had as many evaluations as the phase (its ``hess_inv`` is then the result's)."""
+    phase, method = run._quasi_newton, run._step
+    if phase is not None and phase.pairs and method.curvature != "off":
+        if method.nfev >= phase.nfev:
+            phase.pairs = []
+
+
 def phase_fields(run: Any) -> dict[str, Any]:
     """The result's ``quasi_newton`` (steps, evaluations and why the phase ended) where the
-    run had the phase, and ``jac`` and ``hess_inv`` in the user's units: the method's, or
-    the phase's gradient before the method has iterated."""
+    run had the phase, and ``jac`` and ``hess_inv`` in the user's units: ``jac`` the
+    method's, or the phase's gradient before the method has iterated; ``hess_inv`` the
+    phase's secant pairs' while it has them (`forget_pairs`), else the method's."""
     phase, method = run._quasi_newton, run._step
-    source = method.estimates if phase is None or method.nit else phase.estimates
+
+    def source() -> dict[str, Any]:
+        if phase is None:
+            return method.estimates()
+        fields = method.estimates() if method.nit else phase.estimates()
+        if phase.pairs:
+            fields = {**fields, "hess_inv": phase.estimates()["hess_inv"]}
+        return fields
+
     fields = run._coordinates.estimates(source)
     if phase is not None:
         fields["quasi_newton"] = {

@@ -41,6 +41,7 @@ from ._driver_options import checked_method, run_options, validated_x0
 from ._gradient_phase import (
     GRADIENT,
     asked_size,
+    forget_pairs,
     hop,
     iterate,
     phase_fields,
@@ -457,6 +458,7 @@ class Optimizer:
         f_estimate = step.f_estimate(told) * self._coordinates.f_unit
         step.tell(told)
         self._returned.follow(step)
+        forget_pairs(self)  # the phase's curvature, until the method has learned its own
         length = step.step_norm if step.control is None else step.control.step_length
         scale = self._stopping.length_scale(step.control)
         verdict = self._stopping.after_iteration(
