@@ -223,7 +223,8 @@ def test_after_a_converged_phase_the_methods_first_iterations_decide(lowest, sto
     assert verdicts[: CONVERGED_WINDOW - 1] == [None] * (CONVERGED_WINDOW - 1)
     if stops:
         assert decided.status == 0
-        assert decided.message.startswith("The quasi-Newton phase converged (f = 1 at its last point), ")
+        phase = "The quasi-Newton phase converged (f = 1 at its last point), "
+        assert decided.message.startswith(phase)
         assert "method's first 10 iterations" in decided.message
     else:
         assert verdicts[CONVERGED_WINDOW - 1 :] == [None] * (window - CONVERGED_WINDOW + 1)
