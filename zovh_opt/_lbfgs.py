@@ -28,9 +28,7 @@ __all__ = ["DIAGONAL", "LbfgsInverse", "initial_matrix", "inverse_times"]
 DIAGONAL = 0.1
 
 
-def inverse_times(
-    g: Any, pairs: list[tuple[Any, Any, float]], xp: Any, h0: Any = None
-) -> Any:
+def inverse_times(g: Any, pairs: list[tuple[Any, Any, float]], xp: Any, h0: Any = None) -> Any:
     """``H g`` (a new array) for L-BFGS's inverse Hessian ``H`` of ``pairs`` (``(s, y, rho)``,
     oldest first; none: ``g`` itself), from the initial matrix ``h0`` (`initial_matrix` of the
     pairs where not given)."""
