@@ -184,6 +184,10 @@ class Box:
             "start_high": np.where(has_upper & ~fixed, high - au / 4, math.inf),
         }
         self.fixed_count = int(fixed.sum())
+        # each coordinate's narrowest margin (host float64; inf where no side is bounded)
+        self.margins = np.minimum(
+            np.where(has_lower & ~fixed, al, math.inf), np.where(has_upper & ~fixed, au, math.inf)
+        )
         with np.errstate(over="ignore"):  # a width beyond the largest float: the largest
             widths = np.where(both, np.minimum(2 * half, np.finfo(dtype).max), math.inf)
         self._widths = space.from_host(widths) if both.any() else None

@@ -24,6 +24,12 @@ from ._curvature import DiagonalOperator
 from ._lbfgs import LbfgsInverse
 from ._step_size import INITIAL_STEP, length_scale
 
+# the quasi-Newton phase's difference steps stay within this fraction of the box map's margin
+# (the parabola near a bound): a float32 step sqrt(eps) |z| of a coordinate far from 0 in a
+# narrow box crossed the fold, and the phase ended on "short steps" above the minimum (theory
+# page, *A wall is not a minimum*)
+DIFFERENCE_IN_MARGIN = 0.1
+
 __all__ = ["Coordinates", "run_unit"]
 
 SCALE_FREE = ("learning_rate", "smoothing", "regularization")  # "auto": in no unit
@@ -177,6 +183,18 @@ class Coordinates:
             return z
         moved, shifted = found
         return namespace_of(z).where(moved, shifted / scale, z)
+
+    def difference_caps(self) -> np.ndarray | None:
+        """The longest difference step of each coordinate in the run's coordinates (host
+        float64): `DIFFERENCE_IN_MARGIN` of its narrowest margin of the box map, which a
+        forward difference of a coordinate far from 0 in a narrow box would otherwise reach
+        across (float32: ``sqrt(eps) |z|``); ``None`` without a box."""
+        if self.box is None:
+            return None
+        caps = DIFFERENCE_IN_MARGIN * self.box.margins / self.unit
+        if self.x_scale is not None:
+            caps = caps / np.asarray(to_numpy(self.x_scale), dtype=np.float64)
+        return caps
 
     @property
     def all_fixed(self) -> bool:

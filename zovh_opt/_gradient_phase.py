@@ -100,6 +100,11 @@ BLOCK = 64  # points of one gradient ask at most: the asks' memory is BLOCK d fl
 FIRST_STEP = 0.1  # the first trial step's length over the length scale l
 ARMIJO = 1e-4  # sufficient decrease: f(x + a p) <= f(x) + ARMIJO a g'p
 BACKTRACKS = 30  # trials of one line search before the phase ends
+# a failed line search whose last, shortest trial its slope promised a decrease of this much of
+# |f| (relative) met a wall or a jump of f that a forward difference crossed, not a minimum:
+# the phase ends without converging and the method takes over at its own scale (theory page,
+# *A wall is not a minimum*); a smooth f keeps its promise at such a step
+WALL = 1e-4
 MAX_RETRIES = BLOCK  # coordinates of a gradient measured backwards after a failed forward
 # value, in one ask; more failures than that end the phase (f fails there, not sporadically)
 MIN_GRADIENTS = 3  # the phase runs where maxfev pays for this many gradients at least
@@ -180,9 +185,12 @@ class QuasiNewtonPhase:
         value: float | None,
         recheck: bool,
         within: Callable[[Any], Any] | None = None,
+        caps: Any = None,
     ) -> None:
         self.space = ArraySpace(x0)
         self.xp = self.space.xp
+        # the longest difference step of each coordinate (`Coordinates.difference_caps`)
+        self.caps = None if caps is None else self.space.from_host(caps)
         self.x = self.space.copy_in(x0)
         self.length = float(length)
         self.f_unit = 1.0  # a power of two near |f(x0)|: f / f_unit is exact and near 1
@@ -219,6 +227,7 @@ class QuasiNewtonPhase:
         self.step_limit: int | None = self.max_steps  # steps in all (None: no limit)
         self.resumes = 0  # times it started again from its point (`resume_phase`)
         self.hops = 0  # times it started again from a lower point the method found (`hop`)
+        self.walls = 0  # line searches that ended at a wall or a jump of f (`WALL`)
         # where the step limit cut the phase: the run's lowest value when the method took
         # over, until the method's first ftol stall decides whether the phase resumes
         self.handover_lowest: float | None = None
@@ -266,6 +275,8 @@ class QuasiNewtonPhase:
     @property
     def difference_step(self) -> float:
         """``h``: the largest of the phase's difference steps at its point (`_steps`)."""
+        if self.caps is not None:
+            return float(self.xp.max(self.xp.minimum(self._unrounded_steps(self.x), self.caps)))
         largest = float(self.xp.max(self.xp.abs(self.x)))
         return math.sqrt(self.eps) * max(largest, self._step_floor)
 
@@ -315,8 +326,15 @@ class QuasiNewtonPhase:
         """The difference steps of coordinates ``start:stop``, made exact in ``x``'s
         precision (``(x + h) - x``; with ``sign = -1`` the backward ones, ``(x - h) - x``)."""
         xp, x = self.xp, self.x[start:stop]
-        h = math.sqrt(self.eps) * xp.maximum(xp.abs(x), xp.full_like(x, self._step_floor))
+        h = self._unrounded_steps(x)
+        if self.caps is not None:
+            h = xp.minimum(h, self.caps[start:stop])
         return (x + sign * h) - x
+
+    def _unrounded_steps(self, x: Any) -> Any:
+        return math.sqrt(self.eps) * self.xp.maximum(
+            self.xp.abs(x), self.xp.full_like(x, self._step_floor)
+        )
 
     def point(self, i: int) -> Any:
         """Point ``i`` of the pending ask, a new ``(d,)`` array in the caller's namespace:
@@ -457,7 +475,10 @@ class QuasiNewtonPhase:
             self._accept(value)
             return
         if self.trials >= BACKTRACKS:
-            self.ended = "line search"
+            promised = -self.alpha * self.slope
+            wall = promised > WALL * max(abs(self.fx), abs(self.f_start))
+            self.ended = "wall" if wall else "line search"
+            self.walls += wall
             return
         curvature = value - self.fx - self.alpha * self.slope  # nan or inf: halve the step
         shrink = -self.slope * self.alpha / (2 * curvature) if 0 < curvature < math.inf else 0.5
@@ -621,8 +642,9 @@ def start_phase(run: Any, value: float | None = None, *, measured: bool = False)
     step = run._step
     recheck = run.options["noisy"] == "auto"
     run._quasi_newton = QuasiNewtonPhase(
-        step.x, step.scale, value, recheck, run._coordinates.in_one_period
-    )
+        step.x, step.scale, value, recheck, run._coordinates.in_one_period,
+        run._coordinates.difference_caps(),
+    )  # fmt: skip
     run._phase = GRADIENT
 
 
@@ -729,6 +751,20 @@ def _forget_windows(run: Any) -> None:
     run._returned.average.forget()
 
 
+WALL_NOTE = (
+    " The quasi-Newton phase met a wall or a jump of f (its slope promised a decrease that even "
+    "its shortest trial did not give): a tolerance met next to it is no minimum, so only the "
+    "budgets or ftarget end such a run."
+)
+
+
+def met_a_wall(run: Any) -> bool:
+    """Whether ``run``'s phase ended at a wall or a jump of ``f`` (`WALL`): its tolerances then
+    do not end it with success, where they are met next to the wall (the run ends by its
+    budgets or ``ftarget``)."""
+    return run._quasi_newton is not None and run._quasi_newton.walls > 0
+
+
 def forget_pairs(run: Any) -> None:
     """After an iteration of ``run``'s method: the phase's secant pairs go once a curvature
     model has had as many evaluations as the phase (its ``hess_inv`` is then the result's)."""
@@ -761,5 +797,6 @@ def phase_fields(run: Any) -> dict[str, Any]:
             "ended": phase.ended,
             "resumes": phase.resumes,
             "hops": phase.hops,
+            "walls": phase.walls,
         }
     return fields

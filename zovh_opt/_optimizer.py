@@ -40,10 +40,12 @@ from ._drift import DriftCheck
 from ._driver_options import checked_method, run_options, validated_x0
 from ._gradient_phase import (
     GRADIENT,
+    WALL_NOTE,
     asked_size,
     forget_pairs,
     hop,
     iterate,
+    met_a_wall,
     phase_fields,
     plan_phase,
     resume_phase,
@@ -297,6 +299,8 @@ class Optimizer:
         """End the run with ``status`` and ``message``: the next ask is the final evaluation
         (or, with ``evaluate_final=False``, there is none and `done` is True)."""
         self.status, self.message = status, message
+        if met_a_wall(self):
+            self.message += WALL_NOTE
         self._phase = "final" if evaluate_final else "done"
 
     @_exclusive
@@ -471,6 +475,8 @@ class Optimizer:
             if resume_phase(self) or safeguard.rescale(step, nit=self.nit, nfev=self._told):
                 return
             verdict = self._stopping.converged_by_ftol()
+        if verdict.status == SUCCESS and met_a_wall(self):
+            return  # next to a wall a tolerance met is no minimum: the budgets end the run
         self.stop(*verdict)
 
     def _restart(self, reason: str, *, diverged: bool) -> None:

@@ -53,15 +53,20 @@ def phase_state(phase: QuasiNewtonPhase) -> dict[str, Any]:
         "step_limit": phase.step_limit,
         "resumes": phase.resumes,
         "hops": phase.hops,
+        "walls": phase.walls,
         "handover_lowest": phase.handover_lowest,
     }
 
 
 def phase_from_state(
-    state: dict[str, Any], like: Any, within: Callable[[Any], Any] | None = None
+    state: dict[str, Any],
+    like: Any,
+    within: Callable[[Any], Any] | None = None,
+    caps: Any = None,
 ) -> QuasiNewtonPhase:
     """The phase of `state`; ``like`` is an array of the run (its namespace, device and
-    dtype), ``state``'s arrays NumPy; ``within`` as `QuasiNewtonPhase` takes it."""
+    dtype), ``state``'s arrays NumPy; ``within`` and ``caps`` as `QuasiNewtonPhase` takes
+    them."""
     space = ArraySpace(like)
 
     def vector(a: Any) -> Any:
@@ -72,7 +77,7 @@ def phase_from_state(
         return space.from_numpy(a)
 
     x = space.to_user(vector(state["x"]))  # the run's namespace, as a phase is built with
-    phase = QuasiNewtonPhase(x, float(state["length"]), None, bool(state["recheck"]), within)
+    phase = QuasiNewtonPhase(x, float(state["length"]), None, bool(state["recheck"]), within, caps)
     phase.fx, phase.f_unit = float(state["fx"]), float(state["f_unit"])
     phase.start, phase.f_start = vector(state["start"]), float(state["f_start"])
     phase.g, phase.jac = vector(state["g"]), vector(state["jac"])
@@ -105,6 +110,7 @@ def phase_from_state(
     phase.step_limit = None if limit is None else int(limit)
     phase.resumes = int(state.get("resumes", 0))
     phase.hops = int(state.get("hops", 0))
+    phase.walls = int(state.get("walls", 0))  # (0 in checkpoints written before walls)
     lowest = state.get("handover_lowest")
     phase.handover_lowest = None if lowest is None else float(lowest)
     return phase

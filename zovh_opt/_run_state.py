@@ -109,7 +109,11 @@ def restore(cls: type, state: dict[str, Any]) -> Any:
     run._phase_planned = phase_applies(run) and "quasi_newton" in state
     phase = state.get("quasi_newton")
     run._quasi_newton = (
-        None if phase is None else phase_from_state(phase, x0, run._coordinates.in_one_period)
+        None
+        if phase is None
+        else phase_from_state(
+            phase, x0, run._coordinates.in_one_period, run._coordinates.difference_caps()
+        )
     )
     run.nit, run._told = int(state["nit"]), int(state["told"])
     run.status, run.message = int(state["status"]), str(state["message"])
