@@ -43,6 +43,29 @@ def minimize(
 ) -> OptimizeResult:
     """Minimize a scalar function from its values alone, like ``scipy.optimize.minimize``.
 
+    With the default ``method="zovh"`` a run goes through these stages, in this order:
+
+    1. ``x0`` is evaluated twice. Values that differ mean a noisy objective: the run then
+       skips the quasi-Newton phase, runs the method with more pairs per iteration and ends by
+       comparing its answer with ``x0`` on fresh values (*Noisy objectives* below).
+    2. A deterministic run starts with a finite-difference quasi-Newton phase
+       (``quasi_newton``): forward-difference gradients and L-BFGS steps, until it converges,
+       finds noise, meets a wall of ``f`` or reaches its step limit.
+    3. The curvature method takes over from the phase's point: a Hessian model learned from
+       the paper's estimator on antithetic pairs (full up to ``d = 40``, diagonal above; the
+       paper's Algorithm 1 where less than ``30 d`` evaluations are left), with steps judged
+       by the step rule. After a converged phase its first iterations end the run where they
+       find nothing lower.
+    4. Up to ``d = 3``, where they find a lower value, the phase starts again there (``d = 2``,
+       away from its point: basin hopping) or the method refines near it at a finer scale; a
+       phase cut by its step limit resumes where the method did no better.
+    5. The method's stalls go on at finer scales (the safeguard) until a tolerance, a budget
+       or ``ftarget`` ends the run; failed evaluations and divergence restart it.
+    6. The final evaluation at the returned point (for a noisy run, the comparison with ``x0``
+       and the fresh values).
+
+    ``new_starts`` runs all of this again from new points while the budget lasts.
+
     Parameters
     ----------
     fun : callable
