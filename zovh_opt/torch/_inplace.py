@@ -19,9 +19,9 @@ import torch
 
 _MASK = (1 << 64) - 1
 # elements a chunk draws at once: on the CPU a few chunks stay in cache and bound the
-# optimizer's buffers (1 MiB each in float32); on a GPU a chunk this small would be
+# optimizer's buffers (512 KiB each in float32); on a GPU a chunk this small would be
 # launch-bound, so there a chunk is at most 2**26 elements
-CPU_CHUNK, DEVICE_CHUNK = 1 << 18, 1 << 26
+CPU_CHUNK, DEVICE_CHUNK = 1 << 17, 1 << 26
 
 
 def mix(*keys: int) -> int:
@@ -88,6 +88,20 @@ class Workspace:
         """A zeroed float64 accumulator of the chunk's size (the moves are summed in float64
         and rounded to the parameter's dtype once)."""
         return self.buffer("sum", torch.float64, piece.device, slot)[: piece.numel()].zero_()
+
+    def dots(self, rows: int, columns: int, device: torch.device) -> Any:
+        """A zeroed block for a chunk's dot products: a NumPy array on the CPU (a small tensor
+        a chunk, kept to the sweep's end between its buffers, made the allocator's heap
+        grow by the model's size twice over), a tensor on a device (no host round trip)."""
+        if device.type == "cpu":
+            return np.zeros((rows, columns))
+        return torch.zeros(rows, columns, dtype=torch.float64, device=device)
+
+    @staticmethod
+    def dot(a: torch.Tensor, b: torch.Tensor) -> Any:
+        """``a . b``: a host float on the CPU, a 0-d tensor on a device."""
+        product = torch.dot(a, b)
+        return float(product) if a.device.type == "cpu" else product
 
     def held_bytes(self) -> int:
         return sum(b.numel() * b.element_size() for pool in self._buffers.values() for b in pool)
@@ -199,7 +213,7 @@ class Directions:
             held: list[torch.Tensor] = []
             undo = move = dots = None
             if R:
-                dots = torch.zeros(R, len(draws), dtype=torch.float64, device=piece.device)
+                dots = space.dots(R, len(draws), piece.device)
             for j in order:
                 draw = draws[j]
                 alpha = draw.shift + entry.lr * draw.step
@@ -215,9 +229,9 @@ class Directions:
                 if len(held) < R:  # a row: its dots with itself and the rows before it
                     held.append(u)
                     for r, row in enumerate(held[:-1]):
-                        dots[len(held) - 1, rows[r]] = torch.dot(row, u)
+                        dots[len(held) - 1, rows[r]] = space.dot(row, u)
                 for r, row in enumerate(held):
-                    dots[r, j] = torch.dot(row, u)
+                    dots[r, j] = space.dot(row, u)
             divisor = None if scale is None else scale(entry, start, piece.numel())
             for total in (undo, move):
                 if total is not None:
@@ -226,9 +240,13 @@ class Directions:
                     piece.copy_(total.add_(piece))
             return dots
 
-        blocks = self.each(entries, work)
+        blocks = [b for b in self.each(entries, work) if b is not None]
         gram = np.zeros((R, len(draws)))
-        for device in dict.fromkeys(b.device for b in blocks if b is not None):
-            same = [b for b in blocks if b is not None and b.device == device]
+        for block in blocks:  # in chunk order
+            if isinstance(block, np.ndarray):
+                gram += block
+        on_devices = [b for b in blocks if not isinstance(b, np.ndarray)]
+        for device in dict.fromkeys(b.device for b in on_devices):
+            same = [b for b in on_devices if b.device == device]
             gram += torch.stack(same).sum(0).cpu().numpy()
         return gram
