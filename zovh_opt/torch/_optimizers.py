@@ -185,8 +185,9 @@ class ZoVH(ZerothOrderOptimizer):
     --------
     >>> import torch
     >>> from zovh_opt.torch import ZoVH
+    >>> _ = torch.manual_seed(0)
     >>> model = torch.nn.Linear(4, 1)
-    >>> x, y = torch.randn(32, 4, generator=torch.Generator().manual_seed(0)), torch.zeros(32, 1)
+    >>> x, y = torch.randn(32, 4), torch.zeros(32, 1)
     >>> opt = ZoVH(model.parameters(), lr=1e-2, seed=0)
     >>> def closure():
     ...     return torch.nn.functional.mse_loss(model(x), y)
