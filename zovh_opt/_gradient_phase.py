@@ -767,11 +767,16 @@ def met_a_wall(run: Any) -> bool:
 
 def forget_pairs(run: Any) -> None:
     """After an iteration of ``run``'s method: the phase's secant pairs go once a curvature
-    model has had as many evaluations as the phase (its ``hess_inv`` is then the result's)."""
+    model has learned (its ``hess_inv`` is then the result's): once it has had as many pairs
+    as it has unknowns (``d`` for the diagonal model, ``d (d + 1) / 2`` for the full one), or
+    as many evaluations as the phase. The paper's iteration learns none."""
     phase, method = run._quasi_newton, run._step
-    if phase is not None and phase.pairs and method.curvature != "off":
-        if method.nfev >= phase.nfev:
-            phase.pairs = []
+    if phase is None or not phase.pairs or method.curvature == "off":
+        return
+    d = method.space.dim
+    unknowns = d * (d + 1) // 2 if method.curvature == "full" else d
+    if method.nfev >= min(2 * unknowns, phase.nfev):
+        phase.pairs = []
 
 
 def phase_fields(run: Any) -> dict[str, Any]:

@@ -169,6 +169,7 @@ def minimize(
         comes from the part that learned the curvature: L-BFGS's inverse Hessian of the
         phase's secant pairs (a linear operator like SciPy's ``LbfgsInvHessProduct``, with
         ``diagonal()`` and ``todense()``) until the method's curvature model has had as many
+        pairs as it has unknowns (``d``, or ``d (d + 1) / 2`` for the full model) or as many
         evaluations as the phase, the model's after (on diagonal quadratics of condition 1e6
         at ``d = 1000`` the pairs' diagonal correlates with the true one at 0.9999 in log
         scale). With ``bounds`` neither is given (they would be derivatives in the run's
