@@ -242,7 +242,9 @@ def test_a_state_dict_of_another_optimizer_is_refused():
     "options, match",
     [
         ({"lr": -1.0}, "lr must be"),
+        ({"lr": float("inf")}, "lr must be a finite number"),
         ({"smoothing": 0.0}, "smoothing must"),
+        ({"smoothing": float("inf")}, "smoothing must"),
         ({"n_directions": 2}, "history \\* n_directions must be >= 3"),
         ({"seed": -1}, "seed must"),
         ({"regularization": float("nan")}, "regularization must"),

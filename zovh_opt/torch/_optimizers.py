@@ -24,7 +24,7 @@ STATE_KEY = "zeroth_order"  # the state_dict entry of the run's scalars, seeds a
 
 
 def _positive(name: str, value: Any) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value < math.inf:
         raise ValueError(f"{name} must be a positive number, got {value!r}")
     return float(value)
 
@@ -36,8 +36,8 @@ def _count(name: str, value: Any, low: int) -> int:
 
 
 def _rate(value: Any) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not value >= 0:
-        raise ValueError(f"lr must be a number >= 0, got {value!r}")
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value < math.inf:
+        raise ValueError(f"lr must be a finite number >= 0, got {value!r}")
     return float(value)
 
 
@@ -52,7 +52,8 @@ class ZerothOrderOptimizer(torch.optim.Optimizer):
     """What the three optimizers share: groups, seeds, closure calls and their state.
 
     Subclasses define `_step`, which calls `_evaluate` and moves the parameters through
-    `_sweep`; a step's directions have the seeds ``mix(seed, step, k)``.
+    ``self.directions`` (`_inplace.Directions`); a step's directions have the seeds
+    ``mix(seed, step, k)``.
     """
 
     points_per_step: int  # closure calls of one step
