@@ -6,7 +6,7 @@ then fine-tuned with `zovh_opt.torch.ZoVH` on the real task, the majority of the
 adjectives, with forward passes only: each step calls the closure three times, perturbing
 the weights in place, and needs no more memory than inference.
 
-Run:  python examples/finetune.py            (about 30 s)
+Run:  python examples/finetune.py            (about 50 s)
       python examples/finetune.py --quick    (about 15 s: mostly the pre-training)
 Needs PyTorch and transformers (pip install "zovh-opt[finetune]"); without them it says so and
 exits with status 0.

@@ -34,6 +34,14 @@ def positive_real(name: str, value: Any) -> float:
     return value
 
 
+def non_negative_real(name: str, value: Any) -> float:
+    """A finite real number >= 0."""
+    value = _real(name, value, "a finite number >= 0")
+    if value < 0:
+        raise ValueError(f"{name} must be a finite number >= 0, got {value!r}")
+    return value
+
+
 def positive_or_auto(name: str, value: Any) -> float | str:
     """``"auto"`` or a finite real number > 0."""
     return "auto" if isinstance(value, str) and value == "auto" else positive_real(name, value)

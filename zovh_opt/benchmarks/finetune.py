@@ -167,8 +167,6 @@ def classification_loss(model: Any, data: tuple[Any, Any, Any], task: str) -> tu
 def optimizer(method: str, params: Any, lr: float, seed: int) -> Any:
     from .. import torch as zt
 
-    if method == "pre-trained":  # no step: the model as pre-trained
-        return zt.MeZO(params, 0.0, seed=seed, smoothing=1e-2)
     if method == "MeZO":
         return zt.MeZO(params, lr, seed=seed, smoothing=1e-2)
     if method == "HiZOO":
@@ -189,12 +187,13 @@ def finetune(job: tuple[str, str, float, int, dict[str, Any], dict[str, Any]]) -
     model.load_state_dict(weights)
     train = examples(task, s["train"], seed=100 + seed)
     valid, test = examples(task, s["valid"], seed=200), examples(task, s["test"], seed=300)
-    opt = optimizer(method, model.parameters(), lr, seed)
+    # "pre-trained": no step, the model as pre-trained
+    opt = None if method == "pre-trained" else optimizer(method, model.parameters(), lr, seed)
     gen = torch.Generator().manual_seed(seed)
     passes, curve = 0, [(0, float(classification_loss(model, valid, task)[0]))]
     marks = iter(np.linspace(s["budget"] / CURVE_POINTS, s["budget"], CURVE_POINTS))
     mark = next(marks)
-    while method != "pre-trained" and passes + opt.points_per_step <= s["budget"]:
+    while opt is not None and passes + opt.points_per_step <= s["budget"]:
         batch = torch.randint(len(train[0]), (s["batch"],), generator=gen)
         data = tuple(t[batch] for t in train)
         opt.step(lambda data=data: classification_loss(model, data, task)[0])

@@ -18,27 +18,11 @@ import numpy as np
 import torch
 
 from .. import estimators
+from .._options import integer_between, non_negative_real, positive_real
 from ._inplace import Directions, Draw, Entry, Workspace, mix
 
 STATE_KEY = "zeroth_order"  # the state_dict entry of the run's scalars, seeds and Gram matrix
-
-
-def _positive(name: str, value: Any) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value < math.inf:
-        raise ValueError(f"{name} must be a positive number, got {value!r}")
-    return float(value)
-
-
-def _count(name: str, value: Any, low: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < low:
-        raise ValueError(f"{name} must be an integer >= {low}, got {value!r}")
-    return int(value)
-
-
-def _rate(value: Any) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value < math.inf:
-        raise ValueError(f"lr must be a finite number >= 0, got {value!r}")
-    return float(value)
+BIG = 2**62  # the largest seed or count: a 64-bit integer
 
 
 def _plus_minus(seeds: list[int], k: int, mu: float) -> list[tuple[list[Draw], float]]:
@@ -68,12 +52,12 @@ class ZerothOrderOptimizer(torch.optim.Optimizer):
         n_directions: int,
         chunk: int | None,
     ) -> None:
-        super().__init__(params, {"lr": _rate(lr)})
+        super().__init__(params, {"lr": non_negative_real("lr", lr)})
         for group in self.param_groups:
-            group["lr"] = _rate(group["lr"])
-        self.seed = _count("seed", seed, 0)
-        self.smoothing = _positive("smoothing", smoothing)
-        self.n_directions = _count("n_directions", n_directions, 1)
+            group["lr"] = non_negative_real("lr", group["lr"])
+        self.seed = integer_between(0, BIG)("seed", seed)
+        self.smoothing = positive_real("smoothing", smoothing)
+        self.n_directions = integer_between(1, BIG)("n_directions", n_directions)
         self.directions = Directions(chunk)
         self.steps = 0  # steps taken (the seeds' stream position)
         self.skipped_steps = 0  # steps whose closure returned a value that is not finite
@@ -214,8 +198,8 @@ class ZoVH(ZerothOrderOptimizer):
         super().__init__(
             params, lr, seed=seed, smoothing=smoothing, n_directions=n_directions, chunk=chunk
         )
-        self.history = _count("history", history, 1)
-        self.regularization = _positive("regularization", regularization)
+        self.history = integer_between(1, BIG)("history", history)
+        self.regularization = positive_real("regularization", regularization)
         if self.history * self.n_directions < 3:
             raise ValueError(
                 "history * n_directions must be >= 3 (the leave-one-out correction divides by "
