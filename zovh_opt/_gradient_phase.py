@@ -45,8 +45,9 @@ an outlier), at ``x0``. Where it stalled (`QuasiNewtonPhase.stalled`: converged 
 since ``x0`` longer than ``h / ARMIJO``, ``h`` its largest difference step, and a first step
 that gave less than `STALLED_RATIO` of its predicted decrease: a ruggedness at the
 differences' own scale read as slope), the method takes the run's length scale too: the
-stalled point's norm is no scale of ``f``. Where it converged (no decrease, short steps, a
-failed line search, a zero gradient), the run ends after the method's first 10 iterations if
+stalled point's norm is no scale of ``f``; in a box, where that norm is the box's offset,
+likewise. Where it converged (no decrease, short steps, a
+failed line search, a zero gradient; short steps only where eps is float64's), the run ends after the method's first 10 iterations if
 they found no lower value (`zovh_opt._stopping`); at d = 2 (20 iterations there), where
 they found one farther than `HOP_DISTANCE` ``l`` from its point, the phase starts again from
 the lowest point (`hop`: basin hopping, the method as the kick), and up to d = 3
@@ -140,6 +141,10 @@ STALLED_RATIO = 0.05
 # scale (Weierstrass's f16 at d = 2, after a hop) each such step still decreased f by a
 # little, so that the phase crawled 1 450 of the run's 2 000 evaluations in steps of 3e-9
 SHORT_STEPS = 3
+# ... and that end is a convergence only where eps is at most this: in float32 h is 3.4e-4
+# of |x|, and a phase crawling below it on a box of mixed widths (1e-2 to 1.5) had the
+# minimum 0.83 of a width away (issue #67); the method then decides by its own stops
+SHORT_STEPS_MAX_EPS = 1e-12
 # the phase drops its secant pairs after this many steps in a row that decreased f at least
 # as much as their slope predicted and whose pair showed no positive curvature (skipped):
 # f is concave or linear along them, the pairs describe another region, and the steps they
@@ -248,9 +253,12 @@ class QuasiNewtonPhase:
     @property
     def converged(self) -> bool:
         """Whether the phase ended at a minimum at its resolution: a step that no longer
-        decreased ``f``, `SHORT_STEPS` steps in a row below the differences' resolution, a
-        failed line search, or a zero gradient."""
-        return self.ended in ("no decrease", "short steps", "line search", "zero gradient")
+        decreased ``f``, `SHORT_STEPS` steps in a row below the differences' resolution
+        (where eps is at most `SHORT_STEPS_MAX_EPS`), a failed line search, or a zero
+        gradient."""
+        if self.ended == "short steps":
+            return self.eps <= SHORT_STEPS_MAX_EPS
+        return self.ended in ("no decrease", "line search", "zero gradient")
 
     @property
     def stalled(self) -> bool:
@@ -667,7 +675,10 @@ def tell_phase(run: Any, values: list[float]) -> None:
     left = run.options["maxfev"] - run._told
     if phase.noisy:
         run._noise.found(left, elsewhere=True)
-    scale = phase.length if phase.noisy or phase.stalled else None
+    # in a box |z| is the box's offset in the run's coordinates, no scale (issue #67: 73 in a
+    # box 1 wide, and the float32 method's queries spread over the whole box for 3 000 values)
+    boxed = run._coordinates.box is not None
+    scale = phase.length if phase.noisy or phase.stalled or boxed else None
     _method_from(run, phase.x, scale, noisy=phase.noisy)
     if phase.converged:
         run._stopping.converged_value = phase.f_value
