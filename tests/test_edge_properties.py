@@ -152,7 +152,7 @@ def test_success_in_boxes_of_mixed_widths_is_within_the_dtypes_tolerance(dtype, 
             return float(np.sum(a * (np.asarray(x, dtype=np.float64) - centre) ** 2)) + shift
 
         x0 = (lower + rng.uniform(0, 1, d) * width).astype(dtype)
-        res = zovh_opt.minimize(f, x0, bounds=list(zip(lower, lower + width)), rng=0)
+        res = zovh_opt.minimize(f, x0, bounds=list(zip(lower, lower + width, strict=True)), rng=0)
         assert res.fun < f(x0)
         if res.success:
             assert res.fun - shift <= tolerance * (f(x0) - shift), (case, res.message)

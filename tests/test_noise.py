@@ -8,8 +8,10 @@ evaluations there, unbiased for f(x), with its standard error.
 from __future__ import annotations
 
 import math
+import warnings
 
 import numpy as np
+import pytest
 
 import zovh_opt
 from zovh_opt._noise import NoiseMonitor, fresh_evaluations
@@ -237,3 +239,37 @@ def test_a_checkpoint_in_a_close_comparison_with_x0(tmp_path):
     (first, rounds), (second, again) = results
     assert rounds == again >= 1 and first.nfev == second.nfev <= 2000
     assert first.fun == second.fun and np.array_equal(first.x, second.x)
+
+
+OSBORNE_Y = np.array([
+    0.844, 0.908, 0.932, 0.936, 0.925, 0.908, 0.881, 0.850, 0.818, 0.784, 0.751, 0.718, 0.685,
+    0.658, 0.628, 0.603, 0.580, 0.558, 0.538, 0.522, 0.506, 0.490, 0.478, 0.467, 0.457, 0.448,
+    0.438, 0.431, 0.424, 0.420, 0.414, 0.411, 0.406,
+])  # fmt: skip
+
+
+def osborne(x):
+    """Osborne's exponential fit (More, Garbow and Hillstrom's problem 17): ``f`` rises past
+    1e100 within a unit of its standard start, where ``f(x0) = 0.879``."""
+    t = 10.0 * np.arange(33)
+    r = OSBORNE_Y - (x[0] + x[1] * np.exp(-t * x[3]) + x[2] * np.exp(-t * x[4]))
+    return float(r @ r)
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_a_noisy_batch_with_a_huge_finite_value_does_not_wreck_the_run(seed):
+    """Relative noise 1e-3 on Osborne's fit: the first noisy batch reaches values above 1e110
+    (finite); it is dropped and the radius shrinks, and the run ends 100 times below f(x0)
+    (issue #70: the model's scale became 1e-160 and the run returned x0)."""
+    noise, seen = np.random.default_rng(100 + seed), []
+
+    def f(x):
+        seen.append(osborne(x) * (1 + 1e-3 * noise.standard_normal()))
+        return seen[-1]
+
+    x0 = np.array([0.5, 1.5, -1.0, 0.01, 0.02])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # exp overflows far from x0
+        res = zovh_opt.minimize(f, x0, rng=seed, options={"maxfev": 1200})
+    assert max(seen) > 1e110
+    assert osborne(res.x) <= osborne(x0) / 100

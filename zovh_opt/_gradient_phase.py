@@ -46,10 +46,10 @@ since ``x0`` longer than ``h / ARMIJO``, ``h`` its largest difference step, and 
 that gave less than `STALLED_RATIO` of its predicted decrease: a ruggedness at the
 differences' own scale read as slope), the method takes the run's length scale too: the
 stalled point's norm is no scale of ``f``; in a box, where that norm is the box's offset,
-likewise. Where it converged (no decrease, short steps, a
-failed line search, a zero gradient; short steps only where eps is float64's), the run ends after the method's first 10 iterations if
-they found no lower value (`zovh_opt._stopping`); at d = 2 (20 iterations there), where
-they found one farther than `HOP_DISTANCE` ``l`` from its point, the phase starts again from
+likewise. Where it converged (no decrease, short steps where eps is float64's, a failed line
+search, a zero gradient), the run ends after the method's first 10 iterations if they found
+no lower value (`zovh_opt._stopping`); at d = 2 (20 iterations there), where they found one
+farther than `HOP_DISTANCE` ``l`` from its point, the phase starts again from
 the lowest point (`hop`: basin hopping, the method as the kick), and up to d = 3
 (`REFINE_DIMENSIONS`), where nearer (at the phase's own resolution), the method starts again
 from it at `REFINE_SCALE` ``l`` (`_refine`). Where the step limit cut it (still

@@ -344,6 +344,10 @@ class ReturnedPoint:
         or before a finite value (the iteration's f estimate then)."""
         return None if self.noisy or self.best is None else self.best[0]
 
+    def lowest_evaluated(self) -> float | None:
+        """The lowest value evaluated, noisy or not; ``None`` before a finite one."""
+        return None if self.best is None else self.best[0]
+
     def take_final(self, values: list[float]) -> tuple[bool, str]:
         """The values of a final ask: whether the run is done, and what the message adds."""
         if self.comparing or self.confirming:

@@ -42,6 +42,11 @@ OUTLIER = 8.0  # and beyond which a pair's residual marks the pair as hit by an 
 NORMAL_MAD = 1.4826  # the standard deviation of normal values over their MAD
 NORMAL_QUARTILE = 0.3186394  # the lower quartile of |N(0, 1)|: Phi^-1(5/8)
 QUARTILE_PAIRS = 20  # batches of this many pairs or more may take the quartile's scale
+# a noisy batch with a value this many times the run's scale of f above its lowest value is no
+# sample of f near the centre but of a place the queries' radius overreached (an exponential
+# fit's first batch: 1e163 where f(x0) = 0.88; issue #70): it is dropped, the radius shrinks
+FAR_ABOVE = 1e6
+FAR_ABOVE_SHRINK = 0.1  # the steps and radius after such a batch, relative to before
 
 
 def scale(values: Any) -> float:
@@ -86,3 +91,11 @@ def outliers(residuals: np.ndarray) -> np.ndarray:
     if not spread > 0:
         return np.zeros(residuals.shape, dtype=bool)
     return np.abs(residuals - centre) > OUTLIER * spread
+
+
+def far_above(values: list[float], lowest: float, noise_std: float) -> bool:
+    """Whether a batch's ``values`` (finite host floats) hold one more than `FAR_ABOVE` times
+    the run's scale of ``f``, ``max(|lowest|, noise_std)``, above ``lowest`` (the lowest
+    value evaluated): a value many orders above the batch's others and the noise."""
+    reach = FAR_ABOVE * max(abs(lowest), noise_std)
+    return max(values) - lowest > reach

@@ -8,6 +8,8 @@
   the step rule's smoothing radius), the queries forgotten (``cause``: ``"non-finite
   values"``). After ``max_restarts`` such restarts the next failure ends the run with status
   3: the objective cannot be evaluated near ``x``.
+- **Overreach** (a noisy run): a batch with a value far above the run's others
+  (`zovh_opt._robust.far_above`) is dropped and the steps and radius shrink.
 - **Divergence** (a fixed rate only: the step rule undoes a step that made f worse). An f
   estimate above the lowest one by more than `GROWTH` times their scale (the largest of the
   first estimate, the lowest one, the decrease between them and the spread of the first
@@ -34,6 +36,7 @@ import math
 import sys
 from typing import Any
 
+from ._robust import FAR_ABOVE_SHRINK, far_above
 from ._stopping import FAILED, Stop
 
 __all__ = ["Safeguard"]
@@ -98,6 +101,20 @@ class Safeguard:
         spread = max(values) - min(values)
         self.scale = max(abs(f_estimate), spread, sys.float_info.min)
         self.first = f_estimate
+        return True
+
+    def overreached(self, step: Any, values: list[float], returned: Any, noise_std: float) -> bool:
+        """Whether a noisy run's batch (finite ``values``) holds a value far above the run's
+        others (`zovh_opt._robust.far_above`, the lowest value from ``returned``): then the
+        batch teaches nothing (no model update, no scale of ``f``) and the steps and radius
+        of ``step``, which overreached, shrink by `FAR_ABOVE_SHRINK`."""
+        lowest = returned.lowest_evaluated()
+        if not step.robust or step.control is None or lowest is None:
+            return False  # noise found and the step rule only
+        if not far_above(values, lowest, noise_std):
+            return False
+        step.discard()
+        step.shorten(FAR_ABOVE_SHRINK)
         return True
 
     def divergence(self, f_estimate: float) -> str | None:
