@@ -42,6 +42,7 @@ __all__ = [
     "ArraySpace",
     "DirectionSource",
     "RowStreams",
+    "array_sum",
     "as_array",
     "gaussian_direction",
     "namespace_of",
@@ -78,6 +79,12 @@ def namespace_of(*arrays: Any) -> Any:
         names = " and ".join(sorted(spaces))
         raise TypeError(f"arrays from different array libraries cannot be mixed: {names}")
     return next(iter(spaces.values()))
+
+
+def array_sum(a: Any) -> Any:
+    """The sum of the entries of ``a``, a 0-d array of its namespace (a NumPy array's without
+    array-api-compat's wrapper: 1.5 us of a small iteration's algebra)."""
+    return a.sum() if type(a) is np.ndarray else namespace_of(a).sum(a)
 
 
 def as_array(x: Any) -> Any:
@@ -141,6 +148,8 @@ def to_host_floats(values: Any, what: str) -> list[float]:
     # the common cases first, without a namespace lookup: NumPy, and CPU PyTorch floats
     if type(values) is np.ndarray and values.ndim == 1 and values.dtype.kind in "fiu":
         return values.tolist()
+    if type(values) is list and all(type(v) is float for v in values):
+        return values[:]  # Python floats (the type itself: not a subclass such as np.float64)
     if (
         array_api_compat.is_torch_array(values)
         and values.ndim == 1
@@ -270,9 +279,13 @@ class ArraySpace:
         return self.xp.asarray(self.to_compute(a), copy=True)
 
     def empty(self, shape: tuple[int, ...]) -> Any:
+        if self.numpy:  # without array-api-compat's wrapper: 3 us of a small iteration
+            return np.empty(shape, dtype=self.dtype)
         return self.xp.empty(shape, dtype=self.dtype, device=self.compute_device)
 
     def zeros(self, shape: tuple[int, ...]) -> Any:
+        if self.numpy:
+            return np.zeros(shape, dtype=self.dtype)
         return self.xp.zeros(shape, dtype=self.dtype, device=self.compute_device)
 
     def from_host(self, values: Any) -> Any:
@@ -285,6 +298,8 @@ class ArraySpace:
 
     def to_host(self, a: Any) -> np.ndarray:
         """A small compute array as a NumPy float64 array: one device-to-host copy."""
+        if type(a) is np.ndarray:
+            return np.asarray(a, dtype=np.float64)
         return np.asarray(to_numpy(a), dtype=np.float64)
 
     def from_numpy(self, a: np.ndarray) -> Any:

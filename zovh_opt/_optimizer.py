@@ -436,7 +436,7 @@ class Optimizer:
             if failure is not None:
                 self._restart(failure, diverged=False)
             return
-        if self._safeguard.overreached(self._step, values, self._returned, self._noise.std()):
+        if self._safeguard.overreached(self._step, values, self._returned, self._noise):
             return
         self._iteration(values, f_estimate)
         measurements.after_iteration(self)  # the best point or the centre measured next

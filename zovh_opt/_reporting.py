@@ -29,8 +29,10 @@ class Trace:
         }
 
     def add(self, nit: int, nfev: int, fun: float) -> None:
-        for key, value in (("nit", nit), ("nfev", nfev), ("fun", fun)):
-            self.columns[key].append(value)
+        columns = self.columns
+        columns["nit"].append(nit)
+        columns["nfev"].append(nfev)
+        columns["fun"].append(fun)
 
     @property
     def last_fun(self) -> float:

@@ -326,11 +326,11 @@ class ReturnedPoint:
     def observe(self, values: list[float | None], point: Callable[[int], Any]) -> None:
         """Keep the best finite point among those with a value; ``point(i)`` makes point
         ``i`` again (the arrays handed out may have been modified)."""
-        finite = [(v, i) for i, v in enumerate(values) if v is not None and math.isfinite(v)]
-        if not finite:
-            return
-        value, i = min(finite)
-        if self.best is not None and value >= self.best[0]:
+        value, i = math.inf, -1
+        for k, v in enumerate(values):  # the first of the lowest finite values
+            if v is not None and v < value and v != -math.inf:
+                value, i = v, k
+        if i < 0 or (self.best is not None and value >= self.best[0]):
             return
         xp = self.xp
         row = point(i)

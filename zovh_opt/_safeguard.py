@@ -74,6 +74,8 @@ class Safeguard:
 
     def count_failures(self, values: list[float]) -> int:
         """Count the values that are NaN or +-inf (missing data); return their number."""
+        if math.isfinite(sum(values)):  # inf and nan carry into the sum: all finite
+            return 0
         bad = sum(not math.isfinite(v) for v in values)
         self.failed_evaluations += bad
         return bad
@@ -103,15 +105,16 @@ class Safeguard:
         self.first = f_estimate
         return True
 
-    def overreached(self, step: Any, values: list[float], returned: Any, noise_std: float) -> bool:
+    def overreached(self, step: Any, values: list[float], returned: Any, noise: Any) -> bool:
         """Whether a noisy run's batch (finite ``values``) holds a value far above the run's
-        others (`zovh_opt._robust.far_above`, the lowest value from ``returned``): then the
-        batch teaches nothing (no model update, no scale of ``f``) and the steps and radius
-        of ``step``, which overreached, shrink by `FAR_ABOVE_SHRINK`."""
+        others (`zovh_opt._robust.far_above`: the lowest value from ``returned``, the noise
+        measured at ``x0`` from ``noise``); then the batch teaches nothing (no model update,
+        no scale of ``f``) and the steps and radius of ``step``, which overreached, shrink by
+        `FAR_ABOVE_SHRINK`."""
         lowest = returned.lowest_evaluated()
         if not step.robust or step.control is None or lowest is None:
             return False  # noise found and the step rule only
-        if not far_above(values, lowest, noise_std):
+        if not far_above(values, lowest, noise.std()):
             return False
         step.discard()
         step.shorten(FAR_ABOVE_SHRINK)

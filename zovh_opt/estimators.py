@@ -35,7 +35,7 @@ from typing import Any
 
 from array_api_compat import device as _device
 
-from ._backend import namespace_of
+from ._backend import array_sum, namespace_of
 
 __all__ = [
     "InverseHessianOperator",
@@ -97,8 +97,7 @@ def _scaled_outer_sum(U: Any, w: Any) -> Any:
 
 def centred_values(y: Any, mu: float) -> Any:
     r"""Return :math:`\nu_m = (y_m - \bar y) / \mu^2` with the averaged baseline :math:`\bar y`."""
-    xp = namespace_of(y)
-    return (y - xp.sum(y) / y.shape[0]) / mu / mu  # not mu**2: a Python float can overflow
+    return (y - array_sum(y) / y.shape[0]) / mu / mu  # not mu**2: a Python float can overflow
 
 
 def gradient(U: Any, y: Any, mu: float) -> Any:
