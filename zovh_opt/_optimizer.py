@@ -468,7 +468,7 @@ class Optimizer:
         length = step.step_norm if step.control is None else step.control.step_length
         scale = self._stopping.length_scale(step.control)
         verdict = self._stopping.after_iteration(
-            f_estimate, self._returned.lowest(), length, scale, safeguard.scale, told
+            f_estimate, self._returned.lowest(), length, scale, safeguard.scale, values
         )
         if verdict is None:
             hop(self)  # after a converged phase the method's iterations may have left its basin

@@ -221,9 +221,10 @@ class StoppingRules:
         values: Any,
     ) -> Stop | None:
         """After an iteration whose f estimate is ``f_estimate`` and whose (finite) values
-        are ``values``: ``ftarget`` (against ``lowest``, the lowest value evaluated, where
-        given), then ``flat_iterations``, then ``ftol`` (`STALLED`), then ``xtol`` (the step
-        length against ``xtol`` times ``length_scale``)."""
+        are ``values`` (host floats, the user's unit): ``ftarget`` (against ``lowest``, the
+        lowest value evaluated, where given), then ``flat_iterations``, then ``ftol``
+        (`STALLED`), then ``xtol`` (the step length against ``xtol`` times
+        ``length_scale``)."""
         opts = self.options
         self.lower_found = False
         reached = self.target_reached(f_estimate if lowest is None else lowest)
@@ -290,7 +291,7 @@ class StoppingRules:
         count = self.options["flat_iterations"]
         if count is None:
             return None
-        least, largest = float(values.min()), float(values.max())
+        least, largest = float(min(values)), float(max(values))
         if least != largest:
             self.flat, self.varied = 0, True
             return None
