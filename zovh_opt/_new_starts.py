@@ -85,7 +85,7 @@ from ._backend import ArraySpace, to_numpy
 from ._bounds import host_bounds
 from ._optimizer import Optimizer
 from ._step_size import length_scale
-from ._stopping import FAILED, SUCCESS
+from ._stopping import FAILED, SUCCESS, BudgetTooSmall
 
 __all__ = ["checked_new_starts", "minimize_with_new_starts"]
 
@@ -282,10 +282,8 @@ def new_start(
         options = {**options, "n_directions": widened_pairs(pairs, widening)}
     try:
         optimizer = Optimizer(start, method, bounds=bounds, options=options, tol=tol, rng=seed)
-    except ValueError as error:
-        if "maxfev must allow" in str(error):
-            return None
-        raise
+    except BudgetTooSmall:
+        return None
     if widening is not None:  # smooths at a coarser scale, within the box
         width = optimizer._coordinates.narrowest_width()
         reach = BOX_REACH * width * math.sqrt(start.shape[0])

@@ -42,7 +42,7 @@ from typing import Any, NamedTuple
 
 from ._gradient_phase import HOP_DIMENSIONS
 
-__all__ = ["STALLED", "StoppingRules", "Stop"]
+__all__ = ["STALLED", "BudgetTooSmall", "StoppingRules", "Stop"]
 
 # Status codes; 0-2 and 99 mean what they mean in scipy.optimize.
 SUCCESS, MAXFEV, MAXITER, FAILED, FTARGET, MAXTIME, INTERRUPTED, CALLBACK = 0, 1, 2, 3, 4, 5, 6, 99
@@ -100,6 +100,11 @@ PHASE_MESSAGE = (
 )
 
 
+class BudgetTooSmall(ValueError):
+    """``maxfev`` cannot pay one iteration and the final evaluation (new starts and the
+    benchmarks catch it to end where the budget is spent)."""
+
+
 class StoppingRules:
     """The rules of one run and the state of its ``ftol`` windows.
 
@@ -147,7 +152,7 @@ class StoppingRules:
         if options["maxfev"] is None:
             options["maxfev"] = max(default_maxfev(dim), least)
         if options["maxfev"] < least:
-            raise ValueError(
+            raise BudgetTooSmall(
                 f"maxfev must allow one iteration and the final evaluation "
                 f"(>= {least} for method {method!r}), got {options['maxfev']}"
             )

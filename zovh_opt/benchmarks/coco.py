@@ -176,14 +176,13 @@ def _run(
         warnings.simplefilter("ignore")
         if solver in ZOVH_METHODS or solver in VARIANTS:
             from .._minimize import minimize
+            from .._stopping import BudgetTooSmall
 
             method = "zovh" if solver in VARIANTS else solver
             options = {"maxfev": remaining, **VARIANTS.get(solver, {})}
             try:
                 res = minimize(fun, x0, method=method, bounds=bounds, rng=seed, options=options)
-            except ValueError as error:  # less than one iteration and the final point
-                if "maxfev must allow" not in str(error):
-                    raise
+            except BudgetTooSmall:  # less than one iteration and the final point
                 fun.nfev = fun.budget  # what is left cannot be used
                 raise BudgetExhausted from None
             return f"status {res.status}"
