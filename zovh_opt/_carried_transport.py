@@ -1,33 +1,13 @@
-r"""The kept pairs' transport to the next iterate, formed a step ahead.
+"""The kept pairs' transport to the next iterate, formed a step ahead.
 
-The diagonal model moves a kept pair of block ``b`` to the iterate with
-:math:`\delta_{bm} + u_{bm}^T (s_b \circ h \circ (x - x_b))` (`zovh_opt.estimators.
-transported_differences`). Formed when it is needed, those inner products are a pass over
-the kept rows of their own before the step's pass, which needs them as coefficients: where
-the rows are drawn again rather than held, that pass alone draws ``(N - 1) P`` of the
-iteration's ``2 N P`` rows. They can instead be formed in the step's pass of the iteration
-before, which draws the same rows: there, the next iterate is
-:math:`x_{t+1} = a - \eta\, p_t` (``a`` the current iterate, or the step rule's centre where
-the trial is undone; :math:`\eta` the rate, known only after the pass) and the next model is
-:math:`h_{t+1} = \kappa\, h_t \circ e^{\beta \rho_t}` (`zovh_opt._curvature`: ``rho`` is
-local to each coordinate, the scalar :math:`\kappa` known only after the update), so
-
-.. math:: u_{bm}^T (s_b \circ h_{t+1} \circ (x_{t+1} - x_b))
-          = \kappa\, (A_{bm} - \eta\, B_{bm}), \quad
-          A_b = U_b (s_b\, h_t e^{\beta\rho_t} (a - x_b)), \;
-          B_b = U_b (s_b\, h_t e^{\beta\rho_t} p_t),
-
-two products per row formed span by span beside the step's sums. `CarriedTransport` keeps
-``A`` and ``B`` with what they assume (the next iterate, as an object, and the factor); an
-iteration whose iterate is not that one (a move the record did not see, a restart, a
-checkpoint of another run) forms the products again from the rows.
-
-An undone trial goes back to the centre, the ``a`` of the record before, whose pass drew
-the rows kept now; its own pass draws only the new rows. The kept rows' transport to the
-centre is then that record's :math:`\kappa_{t-1} A_b` times this update's
-:math:`\kappa_t`: the model of the iteration before with this update's scale, without this
-update's change of shape (:math:`e^{\beta \rho_t}`, within :math:`e^{\pm\beta}` in each
-coordinate; `CarriedTransport.adopt`), where forming it exactly would draw those rows again.
+The diagonal model moves a kept pair to the iterate by inner products with its rows
+(`zovh_opt.estimators.transported_differences`). Formed when needed, they are a pass over the
+kept rows of their own; where rows are drawn again rather than held, that pass alone draws
+``(N - 1) P`` of the iteration's ``2 N P`` rows. `CarriedTransport` forms them in the step's
+pass of the iteration before, as two products per row whose combination waits for the rate
+and the model's scale; an iteration whose iterate is not the one assumed forms them again,
+and an undone trial takes the record before's with this update's scale (`adopt`). The
+algebra: theory page, *The run's parts in detail*, *The kept pairs' transport*.
 """
 
 from __future__ import annotations

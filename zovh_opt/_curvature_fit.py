@@ -1,44 +1,15 @@
-r"""A least-squares fit of the Hessian beside the full curvature model, and when it is used.
+"""A least-squares fit of the Hessian beside the full curvature model, and when it is used.
 
 The full model (`zovh_opt._full_curvature`) moves by the paper's estimator (eq. (9)) at a rate
-of order :math:`P / d^2`: a stochastic-gradient step on the least-squares fit of the pairs'
-curvature contrasts, robust to functions that no quadratic describes (plateaus, ridges,
-oscillating transforms, rugged landscapes) and slow where one does. `CurvatureFit` solves that
-fit: a Kalman filter on the :math:`n = d (d + 1) / 2` entries of a symmetric matrix
-:math:`H`, in the run's coordinates, fed with the same pairs. A batch's pair means
-:math:`\sigma_m = f(x) + \frac{\mu^2}{2} w_m^T \nabla^2 f\, w_m + O(\mu^4)` (points
-:math:`x \pm \mu w_m`) give, with their mean removed (:math:`f(x)` is not measured), ``P - 1``
-linear equations
-
-.. math:: C^T \Bigl(\tfrac{2}{\mu^2} (\sigma_m - \bar\sigma)\Bigr)_m
-          = C^T \bigl(w_m^T H w_m\bigr)_m ,
-
-with ``C`` the ``P x (P - 1)`` orthonormal contrasts (a Helmert basis), so that independent
-noise on the values stays independent. The filter's prior is the model's first scale,
-:math:`c I`, with the scale uncertain by ``SCALE_PRIOR`` ``c`` and each entry of the shape by
-``SHAPE_PRIOR`` ``c`` (the off-diagonal ones by half as much in variance, so that the prior is
-the Frobenius norm's: underdetermined, the fit is the least Frobenius change of NEWUOA's
-updates); it forgets at the rate of ``MEMORY`` ``n`` equations, and where a batch's innovation
-exceeds what the filter's uncertainty predicts, the entries take a random walk sized to match
-it (covariance matching): the Hessian moves with the iterate.
-
-**What it is used for.** Before either learns from a batch, the model and the fit predict the
-batch's contrasts; a running geometric mean of each one's relative squared error
-(`FitScores`) says how well each describes ``f`` where the run is. Where the fit's is below
-``ACCURATE`` (0.01: an error of 10 % of the contrasts) and below ``ADOPT_RATIO`` times the
-model's, the model moves toward the fit
-(`zovh_opt._full_curvature.FullCurvature.move_toward`, by at most a factor ``ADOPT_RANGE`` per
-eigenvalue); where the better of the two is below ``ACCURATE``, the step's gradient is the
-weighted least-squares fit of the current and the kept pairs (`least_squares_gradient`)
-instead of their Stein average. Elsewhere the iteration is the full model's as before. Only
-with a deterministic objective (noise turns both off) and up to ``d = FIT_MAX_DIMENSION``
-(the filter's ``O(n^2 P)`` work per iteration; docs, *Performance*).
-
-Measured (docs, *Theory*, *The least-squares fit*): COCO ``bbob``, ``1000 d``, the fraction
-of (function, instance, target) triples solved, against the full model without the fit, on
-instances 1-3 (those the constants were chosen on) and 4-5: d = 2, 0.654 against 0.622 and
-0.560 against 0.558; d = 5, 0.498 against 0.486 and 0.560 against 0.544; d = 10, 0.478
-against 0.458 and 0.472 against 0.435; d = 20, 0.410 against 0.407 (instances 1-3).
+of order ``P / d^2``: robust where no quadratic describes ``f``, slow where one does.
+`CurvatureFit` solves the least-squares fit of the pairs' curvature contrasts instead, a
+Kalman filter on the ``d (d + 1) / 2`` entries of a symmetric matrix, with a prior of the
+model's scale, forgetting and covariance matching. Both predict each batch before learning
+from it (`FitScores`): where the fit describes ``f`` well and better than the model, the
+model moves toward it and the step's gradient is the least-squares one
+(`least_squares_gradient`). Deterministic objectives only, up to ``d = FIT_MAX_DIMENSION``.
+The fit in full: theory page, *The run's parts in detail*, *The least-squares fit*; the
+evidence, *The least-squares fit beside the full model*.
 """
 
 from __future__ import annotations

@@ -1,31 +1,13 @@
 """A noisy run's centre measured against the best point measured so far: the way back from a
 drift.
 
-Where noise decides the step rule's comparisons (a trial's batch is below the centre's by
-chance as often as by progress), accepted trials are a random walk, and in ``d`` dimensions a
-random walk from a good point goes uphill: under bbob-noisy's severe uniform model (values
-times up to ``(1e9 / g)**0.54``) the default's runs on COCO's f10 at ``d = 20`` reached 0.7
-decades below their start's gap and ended 1.5 decades above it, where the end returned ``x0``
-(`python -m zovh_opt.benchmarks noise --models uniform`). The batches cannot show it: their
-values are taken at the smoothing radius, whose smoothing term grows as the noise floor raises
-it, and comparing their levels across iterations reversed itself on Rosenbrock (the first
-batches, at the smallest radius, looked best).
-
-So once the objective is known to be noisy, every `CHECK_EVERY` iterations the step rule's
-centre is measured (as many values as an iteration makes, out of the budget: 1 / 40 of it)
-against the best point measured so far, at first ``x0`` with its values (`zovh_opt._noise`), by
-`zovh_opt._returned_point.significantly_lower` (ranks or medians, 2 standard deviations). Where
-the best point's values are significantly the lower, the best point is measured afresh, because
-kept values that won a comparison are biased low (without it a noisy sphere went back on chance
-in 5 runs of 24); where its fresh values are significantly below the centre's too, the run goes
-back there with steps `RETURN_FACTOR` times as long and the average of its centres starts anew
-(`zovh_opt._centre_average`). A centre significantly below the best point is the best point
-from now on; otherwise nothing changes (a best point replaced on a chance win would ratchet
-down with the noise). A run that descends does not go back (none of 30 runs on the noisy sphere
-at ``d = 1000``). Two ``d``-vectors at most (the best point, the point measured), kept by noisy
-runs with the step rule only. Measured (docs' theory page, *The way back from a drift*): the
-noise benchmark's median at ``d = 20`` under uniform noise -0.17 to -0.41 decades, Cauchy -8.80
-to -9.01, Gaussian -1.81 to -2.02, additive -3.29 to -3.33.
+Where noise decides the step rule's comparisons, accepted trials are a random walk that in
+``d`` dimensions goes uphill. Once noise is known, every `CHECK_EVERY` iterations the
+centre is measured against the best point (at first ``x0``) by
+`zovh_opt._returned_point.significantly_lower`; where the best point is significantly the
+lower on fresh values too, the run goes back there with steps `RETURN_FACTOR` times as long.
+The rule in full: theory page, *The run's parts in detail*, *The way back from a drift*; the
+evidence, *Noise*, *The way back from a drift*.
 """
 
 from __future__ import annotations

@@ -1,34 +1,15 @@
-r"""ZoVH's full curvature model: a symmetric positive definite model of the Hessian, learned
+"""ZoVH's full curvature model: a symmetric positive definite model of the Hessian, learned
 across iterations (``curvature="full"``).
 
-The model is :math:`A = c\, W^{-T} W^{-1}` in the run's coordinates: a scale :math:`c`, a
-float, and a *whitening* :math:`W` (``d x d``, :math:`|\det W| = 1`), so that in the whitened
-coordinates :math:`z`, :math:`x = x_c + W z`, the model is :math:`c I`. Queries are
-:math:`x \pm \mu\, W u` with :math:`u \sim N(0, I)`. From ``P`` antithetic pairs the paper's
-Hessian estimator (eq. (9)) with the model as control variate measures the model's error in
-whitened coordinates,
-
-.. math:: E = \frac{1}{(P-1)\mu^2} \sum_m r_m\, u_m u_m^T ,
-
-with the residuals :math:`r_m` of `zovh_opt.estimators.pair_residuals` (:math:`\sum_m r_m =
-0`, so this is eq. (9) with the averaged baseline; unbiased for :math:`W^T \nabla^2 f\, W - c
-I` on a quadratic): the diagonal model's recipe (`zovh_opt._curvature`) with the outer
-products where it takes :math:`u_m^2`. ``E`` has rank at most ``P``. The update is
-multiplicative in the whitened coordinates, as CMA-ES's covariance update:
-
-.. math:: X = E / c, \quad \bar\rho = \operatorname{clip}(\operatorname{tr} X / d, -1, 1),
-          \quad c \mathrel{*}= e^{\bar\rho / 2}, \quad W \leftarrow W \exp(-S / 2),
-
-where :math:`S` is :math:`\beta (X - \bar\rho I)` with each eigenvalue clipped to
-``+-SHAPE_CLIP``, less its trace over ``d``: the scale learns at rate 1/2 (as the diagonal
-model's), from the trace, whose noise averages over ``d`` directions; the shape at
-:math:`\beta` = `shape_rate` (``d``, ``P``). The model stays positive definite by
-construction, and :math:`W^T A W = c I` holds after every update. Since :math:`X` has rank
-``P``, :math:`\exp(-S/2)` is a multiple of :math:`I + G (e^{\Lambda} - I) G^T` with ``G`` the
-``d x P`` eigenvectors (from the ``P x P`` Gram matrix of the draws, on the host), so an
-update costs :math:`O(P d^2)` and keeps :math:`W^{-1}` exactly as well; every `REFRESH`
-``* d`` updates :math:`W^{-1}` is formed again from :math:`W` (:math:`O(d^3)`, amortised) so
-that rounding does not accumulate.
+The model is ``A = c W^{-T} W^{-1}``: a scale ``c`` and a whitening ``W`` with
+``|det W| = 1``, so that in whitened coordinates it is ``c I`` and queries are
+``x +- mu W u``. From ``P`` antithetic pairs the paper's Hessian estimator (eq. (9)) with the
+model as control variate measures the model's error; the update is multiplicative in the
+whitened coordinates, as CMA-ES's covariance update (the scale from the trace at rate 1/2,
+the shape at `shape_rate`, each eigenvalue clipped to `SHAPE_CLIP`), keeps ``A`` positive
+definite and costs ``O(P d^2)``; ``W^{-1}`` is formed again every `REFRESH` ``d`` updates.
+The update in full: theory page, *The run's parts in detail*, *The full curvature model's
+update*; the evidence, *The full curvature model*.
 """
 
 from __future__ import annotations

@@ -1,71 +1,16 @@
 """A finite-difference quasi-Newton phase before the method's iterations (``quasi_newton``).
 
-On a smooth deterministic objective a forward difference gives one directional derivative
-per evaluation and a pair of random points one per two, and a quasi-Newton method along full
-gradients converges at a rate near conjugate gradients' where random directions need of the
-order of ``d / P`` times more iterations (docs, *Theory*, *The quasi-Newton phase*). So where
-the objective is deterministic, a ``"zovh"`` run starts with:
-
-- **gradients** by forward differences, ``d`` evaluations each in asks of at most `BLOCK`
-  points, along the coordinates with steps ``sqrt(eps) max(|x_i|, l / sqrt(d))`` (``l`` the
-  run's length scale, so that ``x -> a x`` scales the steps with it); the first point of each
-  gradient's first ask is the centre again, whose value must repeat (`zovh_opt._noise.repeats`:
-  noise that the two values at ``x0`` missed ends the phase); a coordinate whose value is
-  not finite is measured backwards, at ``x - h_j e_j``, in one ask after the others (at most
-  `MAX_RETRIES` a gradient);
-- **steps** of limited-memory BFGS over the last `MEMORY` pairs ``s = x' - x``,
-  ``y = g' - g`` with ``s'y > 0`` (`zovh_opt._lbfgs`: the two-loop recursion, its initial
-  matrix a scalar or, where the pairs show a separable curvature, a diagonal), the first one
-  ``FIRST_STEP l`` long, judged by Armijo's condition on function values alone: a rejected
-  trial costs one evaluation (SciPy's L-BFGS-B with finite differences pays a gradient,
-  ``d + 1``, for each point of its line search), and is shortened by the minimiser of the
-  quadratic through ``f(x)``, the slope and the trial's value, within ``[0.1, 0.5]``. A
-  first trial that decreased ``f`` at least as much as its slope predicted (``f`` linear or
-  concave along it) is followed by one at twice its step, doubling while each is lower and
-  fell so too, at most `MAX_EXPANSIONS` times (one evaluation each; the lowest is the step).
-  A pair need not show positive curvature, and a skipped pair leaves the others: after
-  `SKIPPED_PAIRS` steps in a row that were skipped and decreased ``f`` at least as much as
-  their slope predicted, the pairs are dropped and the steps double (they were another
-  region's length).
-
-The phase ends when a line search fails (`BACKTRACKS` trials), when an accepted step does
-not decrease ``f`` (Armijo's condition met within rounding: the steps are below the
-precision of ``f`` and of its differences; there is no relative ``ftol``), after
-`SHORT_STEPS` accepted steps in a row shorter than its difference step (below the
-differences' resolution: on a function rugged at every scale such steps still decrease ``f``
-a little, and the phase crawled), after `MAX_STEPS`
-steps (`SMALL_D_STEPS` where ``d < MEMORY``: the secant pairs span the space), when the
-centre's value does not repeat (noise) or a coordinate's values fail both ways; the run's
-method then starts from the phase's point with the budget that is left
-(`zovh_opt.Optimizer`), resolving its ``"auto"`` options for that budget. Where the phase
-found noise, the method starts as a noisy run from ``x0`` would, with its pairs and the
-run's length scale (not the norm of the phase's point, which near the origin is no scale of
-``f``), and where both values at the phase's point are above ``f(x0)`` (a step accepted on
-an outlier), at ``x0``. Where it stalled (`QuasiNewtonPhase.stalled`: converged with no step
-since ``x0`` longer than ``h / ARMIJO``, ``h`` its largest difference step, and a first step
-that gave less than `STALLED_RATIO` of its predicted decrease: a ruggedness at the
-differences' own scale read as slope), the method takes the run's length scale too: the
-stalled point's norm is no scale of ``f``; in a box, where that norm is the box's offset,
-likewise. Where it converged (no decrease, short steps where eps is float64's, a failed line
-search, a zero gradient), the run ends after the method's first 10 iterations if they found
-no lower value (`zovh_opt._stopping`); at d = 2 (20 iterations there), where they found one
-farther than `HOP_DISTANCE` ``l`` from its point, the phase starts again from
-the lowest point (`hop`: basin hopping, the method as the kick), and up to d = 3
-(`REFINE_DIMENSIONS`), where nearer (at the phase's own resolution), the method starts again
-from it at `REFINE_SCALE` ``l`` (`_refine`). Where the step limit cut it (still
-descending), the method's first ``ftol`` stall decides: if the method found no value below
-the run's lowest at the hand-over, the phase starts again from its point, its secant pairs
-gone, with no step limit (`resume_phase`; on COCO's attractive sector f6 at d = 10 to 40 the
-method from the phase's point found nothing lower), instead of the stall's finer scale.
-The phase keeps no curvature for the method: its secant pairs describe the path, not the
-model the method learns from its own pairs. With bounds it works in the run's coordinates
-``z``, where the box map ``x = phi(z)`` (`zovh_opt._bounds`) is continuously differentiable:
-its differences and steps are those of ``f o phi``, whose minimum on a face is a smooth one.
-Since ``phi`` repeats, each accepted point is kept within the period of the map that holds
-the box (`zovh_opt._coordinates.Coordinates.in_one_period`: the same box point): a step
-across the box several times left ``z`` far out (``|z| = 74`` in ``[-5, 5]^5``), the
-difference steps, relative to ``|z|``, that much coarser, and the method's length scale
-after the phase, the norm of its point, that much longer.
+On a smooth deterministic objective a forward difference gives one directional derivative per
+evaluation, and a quasi-Newton method along full gradients converges far faster than random
+directions. So a deterministic ``"zovh"`` run starts with forward-difference gradients (steps
+``sqrt(eps) max(|x_i|, l / sqrt(d))``, the centre measured again to catch noise) and
+limited-memory BFGS steps (`zovh_opt._lbfgs`) judged by Armijo's condition on values alone.
+It ends on a failed line search, a step that did not decrease ``f``, `SHORT_STEPS` steps
+below its differences' resolution, its step limit, noise or failing values; the method then
+starts at its point (`tell_phase`), and after a converged phase may hop or refine at small d
+(`hop`) or resume the phase (`resume_phase`). With bounds it works in the box map's
+coordinates. The phase in full: theory page, *The run's parts in detail*, *The quasi-Newton
+phase, step by step*; the evidence, *The quasi-Newton phase*.
 """
 
 from __future__ import annotations

@@ -1,28 +1,13 @@
 """The query history of Algorithm 1: the last ``N`` iterations' directions, values and Gram matrix.
 
-Each iteration draws its ``w`` directions as one block of the run's `DirectionSource`. With
-``"vectors"`` storage the blocks live in one preallocated ``(N w, d)`` ring buffer: a new
-block is drawn straight into the slot of the block it replaces, so nothing of size ``d`` is
-allocated per iteration. With ``"seeds"`` storage only the block numbers are kept and each
-block is drawn again when it is needed; the newest block is held from ``new_block`` until
-the next one is drawn (``w d`` floats). Both storages run the same arithmetic on the same
-bits, so they give bit-identical results.
-
-The Gram matrix ``G = U U^T`` of the kept directions and their function values live on the
-host in float64 (``M = N w`` is a few dozen at most): each iteration computes only the inner
-products of the new block with the kept ones, and everything the estimators need beyond that
-is ``O(M^2)`` host algebra.
-
-On the CPU the passes over the directions (those inner products, and the step's sum
-``sum_m c_m u_m``) run span by span over `STREAM_COLUMNS` columns, each span of all ``N``
-slots in one BLAS call on a ``(N w, span)`` block that stays in cache: the ring's own columns
-with ``"vectors"`` storage, the same numbers drawn again into a small scratch block with
-``"seeds"`` (a span of any block can be drawn alone). One call per span instead of one per
-block and span, in cache, made the passes 2x faster at ``d = 1e6``. A step and the next
-block share one pass (`step_and_new_block`: ZoVH forms its step lazily, in the next ask), so
-``"seeds"`` storage draws each kept block once per iteration. Both storages run the same
-calls on the same numbers, so they give the same bits. Elsewhere (a GPU, or a
-``torch.Generator``, which draws whole blocks) each pass is one product per block.
+Each iteration draws its ``w`` directions as one block of the run's `DirectionSource`:
+``"vectors"`` storage keeps the blocks in a preallocated ``(N w, d)`` ring, ``"seeds"`` keeps
+block numbers and draws blocks again when needed; both give the same bits. The Gram matrix
+and the values live on the host in float64 (``O(M^2)`` algebra); each iteration forms only
+the new block's inner products. On the CPU the passes over the directions run span by span,
+one BLAS call over all slots per span, and a step shares its pass with the next block
+(`step_and_new_block`). The design and its timings: theory page, *The run's parts in
+detail*, *The query history*; docs, *Performance*.
 """
 
 from __future__ import annotations

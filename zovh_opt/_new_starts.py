@@ -1,73 +1,15 @@
 """New starts that spend a budget (`zovh_opt.minimize`'s option ``new_starts``).
 
-A local method returns when it has converged, as SciPy's do; on a multimodal function the
-budget left is then unused. With ``new_starts = R`` the run starts again after each run that
-converged (status 0) or failed where ``f`` has no finite values (status 3), up to ``R``
-times, while ``maxfev`` (and ``maxtime``, counted over all runs) leaves room for an
-iteration, from a new point: uniform in the box where both bounds are finite, elsewhere
-``x0 + 2**(k-1) l / sqrt(d) * N(0, I)`` for the ``k``-th, with ``l`` the run's length scale
-(``|x0|``, or ``sqrt(d)`` at ``x0 = 0``), so that new starts reach further out as they go.
-Each keeps the first run's iteration (``curvature`` as ``"auto"`` resolved it: a short
-budget left would otherwise take the paper's). The answer is the run with the lowest ``fun``
-(with ``noisy=True`` an unbiased estimate); ``nfev`` and ``nit`` count every run, and
-``runs`` lists them.
-
-Above ``d = 3`` new starts come in BIPOP's two regimes (Hansen, *Benchmarking a BI-population
-CMA-ES on the BBOB-2009 function testbed*, GECCO 2009): each is **widened** where the
-widened new starts have spent no more evaluations than the local ones so far, else
-**local**. The ``j``-th widened one queries ``min(64, 4**j)`` times as far from its centre,
-relative to its steps, as a first run (`AskTellMethod.widen`; with the step rule and
-``smoothing="auto"``), a widening that falls to 1 as the eighth root of the run's step
-length over its first (`zovh_opt._step_size.WIDENING_DECAY`: it descends at a coarse scale
-and converges at a finer one), with the square root of that times the first run's pairs
-(`widened_pairs`: 2, 4, 8 times), and runs without the quasi-Newton phase: it descends ``f``
-smoothed at a coarser scale and averaged over more queries, which hides ripples finer than
-the queries' spread and the steps of a piecewise constant ``f``, as IPOP-CMA-ES (Auger and
-Hansen, CEC 2005) smooths with a population it doubles at each restart. A local
-one is a run like the first (the phase included), which finds narrow basins that smoothing
-averages away (Gallagher's peaks), as BIPOP's small-population runs do: COCO ``bbob``,
-``1000 d``, instances 1-5 / 6-10, d = 5 0.649 / 0.655, d = 10 0.595 / 0.621, d = 20 0.523 /
-0.520 against 0.628 / 0.625, 0.598 / 0.610, 0.502 / 0.518 with every new start widened
-(docs, *Theory*, *New starts in BIPOP's two regimes*), and with the widened starts' pairs
-grown (2026-11-27) 0.655 / 0.672, 0.607 / 0.641, 0.558 / 0.523, where IPOP-CMA-ES solved
-0.631 / 0.678, 0.595 / 0.593, 0.550 / 0.541 (docs, *Theory*, *Widened new starts with more
-pairs*: on the step ellipsoid f7 at d = 20 one widened run reached ``1e-8`` from 0 of 10
-starts with the first run's pairs, from 10 of 10 with four times as many); with the
-widening falling as the steps shorten (medians over seeds) 0.675 / 0.674, 0.619 / 0.623,
-0.555 / 0.536 against 0.655 / 0.665, 0.613 / 0.617, 0.552 / 0.534 before and IPOP-CMA-ES's
-0.664 / 0.670, 0.595 / 0.593, 0.550 / 0.559 (d = 5 over ten seeds: 0.661 against 0.663;
-docs, *Theory*, *Widened new starts smooth less as they converge*). COCO ``bbob``,
-``1000 d``, the fraction of triples solved with and without the widening when it was adopted
-(docs, *Theory*, *New starts*): instances 1-5, d = 2 / 5 / 10 / 20: 0.624 / 0.531 / 0.521 /
-0.435 against 0.612 / 0.483 / 0.481 / 0.444; instances 6-10, d = 2 / 5 / 10: 0.580 / 0.565 /
-0.516 against 0.573 / 0.501 / 0.451. Doubling the pairs per iteration at each new start
-instead solved fewer (instances 1-3: 0.582 against 0.617 at d = 2, 0.465 against 0.483 at
-d = 5, 0.443 against 0.455 at d = 10).
-
-In a box a widened start's queries stay within ``BOX_REACH = 0.1`` of its narrowest width
-per coordinate (``mu <= 0.1 w``, in the run's coordinates; `StepSizeControl.widen`'s
-``reach``): the box map repeats ``f`` with a period of about ``2 w`` (`zovh_opt._bounds`),
-so ``f`` smoothed at that scale is flat, the step rule's comparisons there are noise and its
-steps, which nothing in a periodic box pushes back, grew without end. COCO ``bbob`` with its
-box given as bounds, ``1000 d``, medians over five seeds, with the reach against without it:
-d = 5 0.648 / 0.631 against 0.568 / 0.577 (instances 1-5 / 6-10), d = 10 0.594 against 0.535
-(instances 1-5; docs, *Theory*, *Widened new starts within the box*).
-
-Up to ``d = 3`` (`LOCAL_DIMENSIONS`) every new start is local (the phase,
-and at ``d = 2`` its basin hopping): a local run there takes a few hundred evaluations, so
-many starts fit the budget, and visiting basins beats smoothing. Local new starts against
-widened ones on the code that chose it, instances 1-5 / 6-10: d = 2 0.798 / 0.808 against
-0.742 / 0.714, d = 3 0.678 / 0.690 against 0.648 / 0.672, d = 5 0.615 / 0.609 against
-0.628 / 0.630.
-
-At ``d = 2`` (`PERTURBED_DIMENSIONS`) some of them are *perturbed*: after the first two runs,
-where the perturbed ones have spent at most half the evaluations of those from new points
-(`PERTURBED_SHARE`), a new start begins near the best answer so far, at a distance learned
-from the answers' spacing (`BasinHops`: monotonic basin hopping), so that on a funnel of
-local minima the runs go down it basin by basin instead of each descending it again from a
-new point. COCO ``bbob``, ``1000 d``, medians over 11 seeds, instances 1-5 / 6-10: d = 2
-0.808 / 0.798 against 0.795 / 0.789 without (docs, *Theory*, *Perturbed new starts at
-d = 2*); at d = 3 (five seeds) 0.665 against 0.680, so not there.
+A local method returns when it has converged; on a multimodal function the budget left is
+then unused. With ``new_starts = R`` the run starts again after each run that converged (or
+found no finite values), up to ``R`` times while the budget leaves room, from a new point:
+uniform in a finite box, elsewhere ever farther from ``x0``. The answer is the run with the
+lowest ``fun``; ``runs`` lists them all. Above d = 3 new starts come in BIPOP's two regimes:
+*widened* ones smooth ``f`` at a coarser scale with more pairs (within a tenth of the box in
+a box), *local* ones repeat the first run; up to d = 3 all are local, and at d = 2 some are
+*perturbed* near the best answer (`BasinHops`). The rules in full and their COCO records:
+theory page, *The run's parts in detail*, *New starts*, and *New starts* (the full curvature
+model's sections).
 """
 
 from __future__ import annotations

@@ -1,33 +1,12 @@
 """The end of a run: which point it returns, and the value it reports there.
 
-- **By default**, for a deterministic objective, ``x`` is the point with the lowest value
-  among all evaluated points (the queries, ``x0`` and the final iterate) whose value is
-  finite, and ``fun`` is that value: ``fun == f(x)``, whatever failed on the way.
-- **For a noisy objective** (``noisy=True``, or noise found by ``noisy="auto"``,
-  `zovh_opt._noise`) the minimum of noisy values is a biased pick (it favours points whose
-  noise was negative). ``x0`` is measured ``final_evaluations`` times before the first
-  iteration; the run ends with ``final_evaluations`` fresh values at the final iterate and,
-  with the step rule, as many at the average of its recent centres
-  (`zovh_opt._centre_average`). The candidate is the average unless the final iterate's
-  values are significantly the lower (ranks or medians, `significantly_lower`: the average
-  removes the noise of the last steps, and lags a run that still descends). ``x`` is the
-  candidate where both the mean and the median of its values are below ``x0``'s, else ``x0``
-  (where the noise buried the slope the step rule accepts trials by chance and the iterate
-  can drift uphill; a skewed noise's sample mean can favour the worse point). Where neither
-  side's values are significantly the lower (`significantly_lower`, both ways) and they vary,
-  the comparison is close: rounds add as many values at the candidate and at ``x0`` as each
-  side has (doubling them) until one side is significantly the lower or the rounds' share is
-  spent, and then decide by all of them (`_settle`, `_next_round`). Then fresh values at ``x``,
-  which the choice never saw, give ``fun``, unbiased, its standard error ``fun_std_error``
-  and the noise's standard deviation there, ``noise_std``. Where ``final_evaluations`` is
-  left to its default, the rounds may take 1 % of the run's evaluations and the fresh
-  sample takes 1 % and what the rounds left (each 1 % of ``maxfev`` where it ends the run;
-  10 to 1000: `FRESH_SHARE`, `zovh_opt._noise.fresh_evaluations`), because ten values of a
-  skewed noise rarely hold the large ones that carry its mean: they order two points wrongly
-  and understate ``fun`` and its standard error; a given ``final_evaluations`` is every
-  block's size, with no rounds. NaN and inf values are missing data throughout: left out of
-  the means, and a side with no finite value loses. (Checkpoints written before ``x0`` was
-  measured at the start measure it at the end, beside the final iterate.)
+For a deterministic objective ``x`` is the lowest finite point evaluated and ``fun == f(x)``.
+For a noisy one the lowest noisy value is a biased pick: ``x0`` is measured at the start, the
+final iterate and the average of the last centres (`zovh_opt._centre_average`) at the end,
+the candidate is compared with ``x0`` by means and medians (rounds of more values where the
+comparison is close, `significantly_lower`), and fresh values at ``x`` give an unbiased
+``fun``, ``fun_std_error`` and ``noise_std``. The full rule and the sample sizes: theory
+page, *The run's parts in detail*, *The returned point*; the evidence, *The end's samples*.
 """
 
 from __future__ import annotations

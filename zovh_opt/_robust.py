@@ -1,34 +1,15 @@
 """Robust statistics of one batch's values, for runs whose objective is known to be noisy.
 
-Noise with heavy tails (outliers, as bbob-noisy's Cauchy model makes in a fifth of the calls)
-ruins means: one outlier in a batch moves its mean, its spread, and the difference of its
-pair, by as much as the outlier. Once the run knows the objective is noisy the curvature model
-takes its numbers through these instead: the scale of a batch by its median absolute
-deviation (``1.4826 MAD``, the standard deviation for normal values), and the pairs'
-differences and residuals clipped at ``CLIP`` such scales from their median. For normal noise
-clipping at three scales changes 0.3 % of the values, and those only in their excess.
-
-A pair an outlier hit is found by its *residual* (its mean less the model's prediction),
-which without outliers spreads only by the noise and the model's misfit, not by the slope:
-beyond ``OUTLIER`` robust scales from the residuals' median (`outliers`) the pair leaves the
-batch, its difference and its residual (clipping left the outlier's size at three scales in
-both, and on a curvature model that learns from the residuals that was enough to stop a
-run: bbob-noisy's Cauchy sphere at d = 20 ended at 4e-5 to 1e-4 of its start's gap,
-with the rule at 1e-10 to 4e-10 of it). With normal noise it almost never acts: in batches
-of 24 pairs (the noisy model's at d = 20) 1 pair in 10^5 lies that far, from the noise of
-the sample's MAD itself (in batches of 12, 3 in 10^4).
-
-The MAD holds while fewer than half the pairs are hit. With outliers in a fifth of the calls
-a pair is hit with probability 0.36, and half of 24 pairs in one batch in nine; the MAD is
-then the outliers' own size and finds none of them, the batch's outliers enter the
-difference and the noise floor's variance (bbob-noisy's Cauchy f1, d = 20, ``noisy=True``:
-the variance up 2e4-fold in one batch, the radius up three levels in four iterations, the gap
-from 1e-4 of the start's back to 3e-2). Such a batch shows in its lower quartile of
-deviations, which holds while three pairs in four are hit: where it lies `OUTLIER` times
-below what the MAD makes it (`quartile_scale`), the MAD is an outlier's and the quartile's
-scale finds them. In batches of `QUARTILE_PAIRS` pairs or more, normal values do that in
-under 1e-4 of the batches (2e-3 in batches of 12, where a cluster of a few close pairs
-made the quartile's scale flag 8 of 12 pairs and cost a Monte-Carlo newsvendor's runs).
+One outlier moves a batch's mean, spread and pair differences by its whole size; once noise is
+known the curvature model takes its numbers through these instead: a batch's scale by its
+median absolute deviation (``1.4826 MAD``), differences and residuals clipped at `CLIP`
+scales, and the pairs whose residual (mean less the model's prediction) lies beyond `OUTLIER`
+scales left out of the batch (`outliers`). Where more than half the pairs are hit the MAD is
+an outlier's, and from `QUARTILE_PAIRS` pairs the lower quartile's scale finds them
+(`quartile_scale`). A batch with a value far above the run's others is no sample of ``f``
+near the centre at all (`far_above`). Evidence: theory page, *Noise*: *Pairs an outlier hit
+leave the batch*, *Batches with more than half their pairs hit*, *A batch far above the run's
+others*.
 """
 
 from __future__ import annotations

@@ -1,33 +1,14 @@
-"""The safeguard: failed evaluations, diverging iterates and stalls, and the restarts they cause.
+"""The safeguard: failed evaluations, diverging iterates, overreach and stalls, and the restarts
+they cause.
 
-- **Failed evaluations.** A NaN or +-inf value is missing data: its iteration is dropped (none
-  of its values reaches the estimators, the iterate stays, the next iteration draws new
-  directions) and counted. `FAILED_IN_A_ROW` such iterations in a row are a failure.
-- **Failures and restarts.** A failure restarts the run from the step rule's centre (with a
-  fixed rate: the iterate with the lowest f estimate so far) with steps cut by `BACKOFF` (and
-  the step rule's smoothing radius), the queries forgotten (``cause``: ``"non-finite
-  values"``). After ``max_restarts`` such restarts the next failure ends the run with status
-  3: the objective cannot be evaluated near ``x``.
-- **Overreach** (a noisy run): a batch with a value far above the run's others
-  (`zovh_opt._robust.far_above`) is dropped and the steps and radius shrink.
-- **Divergence** (a fixed rate only: the step rule undoes a step that made f worse). An f
-  estimate above the lowest one by more than `GROWTH` times their scale (the largest of the
-  first estimate, the lowest one, the decrease between them and the spread of the first
-  iteration's values) restarts the same way (``cause``: ``"divergence"``), whatever
-  ``max_restarts``: the cut rate ends it.
-- **Stalls.** With the step rule, the first `STALL_RESCALES` times the ``ftol`` test fires the
-  run does not stop: it goes on from the step rule's centre with steps and smoothing radius
-  `STALL_FACTOR` times as long (``cause``: ``"stall"``). A rugged objective, or a valley
-  narrower than the queries' spread, makes the batch means at one scale look like noise,
-  which the rule cannot tell from a minimum; only the finer scale can, below the floor the
-  step rule's slope test may have set (`zovh_opt._step_size`). (The first stall after a
-  quasi-Newton phase cut by its step limit may instead resume the phase, before the
-  safeguard is asked: `zovh_opt._gradient_phase.resume_phase`.)
-
-Each restart is a record of ``result().restarts``: ``nit``, ``nfev``, ``reason``, ``cause``
-and ``learning_rate`` (the rate after it). A noisy run's return to its best measured point
-is recorded there too (``cause``: ``"drift"``; `zovh_opt._drift`), and counts for none of
-the limits above.
+A NaN or infinite value is missing data (the iteration is dropped; `FAILED_IN_A_ROW` in a row
+restart the run from the step rule's centre with steps cut by `BACKOFF`, and after
+``max_restarts`` restarts end it with status 3). A noisy batch far above the run's others is
+dropped and its steps shrink (`overreached`). With a fixed rate an f estimate `GROWTH` times
+its scale above the lowest restarts the run (divergence). With the step rule the first
+`STALL_RESCALES` ``ftol`` stalls go on at a scale `STALL_FACTOR` times as long. Each restart
+is a record of ``result().restarts``. The full rules: theory page, *The run's parts in
+detail*, *The safeguard*.
 """
 
 from __future__ import annotations

@@ -1,65 +1,15 @@
 """The parameter-free step rule of ``learning_rate="auto"``: success-based control of the
 learning rate and of the smoothing radius.
 
-Every iteration evaluates a batch of queries around one point and the mean of their values is
-an estimate of (the smoothed) ``f`` there, so a step can be judged without extra evaluations:
-the batch of the next iteration is taken around the new point. The rule keeps a *centre*, the
-last accepted point, and the f estimate of the batch taken there.
-
-- A step from the centre, ``x = c - eta p``, is a *trial*. If the mean of the batch at ``x`` is
-  below the centre's, the trial is accepted: ``x`` becomes the centre and ``eta`` grows by
-  ``2**(1/4)``. Otherwise it is undone: the iterate returns to the centre, ``eta`` shrinks by
-  ``2**(1/5)`` (so that ``eta`` is stationary at a success rate of 4/9, below 1/2: when noise
-  decides the comparisons ``eta`` drifts up instead of collapsing), and the next batch
-  measures the centre afresh before the next trial. The fresh measurement is what keeps the
-  rule sound with noisy values: a centre value that was low by chance is compared once, never
-  again.
-- ``eta`` starts so that the first step is ``0.1 * l`` long (`INITIAL_STEP`; the full curvature
-  model takes ``0.3 * l`` up to d = 10 outside a box), with ``l = |x0|``, or ``sqrt(d)`` when
-  ``x0 = 0``.
-- The smoothing radius follows the step length: queries lie at ``mu |u| ~ mu sqrt(d)`` from
-  their centre, and ``mu sqrt(d)`` is kept within a factor 2 of ``spread`` (``SPREAD``; a new
-  start widens it ``W`` times, `StepSizeControl.widen`, a widening that falls as
-  ``(s / s_0)**WIDENING_DECAY`` with the running step length ``s``, to 1; in a box ``mu``
-  stays within a tenth of its narrowest width) times the running
-  geometric mean of the trial step lengths, on the grid ``mu0 2**k`` (a decrease goes down
-  at least two steps of the grid). As the run converges the
-  radius shrinks with the steps, so the precision is not capped at the ``O(mu**2)`` bias of a
-  fixed radius. When it changes, queries kept from earlier iterations (Algorithm 1 and ZoAR
-  reuse them) are forgotten: they were taken at another radius (the curvature model's kept
-  pairs stay: a central difference estimates a derivative at any radius, up to
-  ``O(mu**2)``); and the next trial's ``eta`` is set again
-  from the running step length, since the length of a direction may scale with the radius
-  (ZoVH's does, through its ``lambda``).
-- Noise sets a floor under the radius. The *slope* of a batch, the spread of its values over
-  ``mu``, is about ``|grad f|`` while the values differ by ``f``'s change, but grows as
-  ``1 / mu`` once noise (or rounding) dominates them. After the radius shrinks, the mean log
-  slope of the next ``CHECKED`` batches is compared with that of the batches before; if it
-  grew by more than half of what noise would make it grow, the radius goes back up and does
-  not go below that level again until an ``ftol`` stall (`StepSizeControl.shorten`): a rugged
-  ``f`` (Rastrigin) looks the same, and the stall's finer scale tells them apart.
-- Once the objective is known to be noisy (`zovh_opt._noise`), the floor follows the noise
-  instead (`StepSizeControl._noise_floor`): the batches' spread must leave the slope
-  ``mu |g|`` at least ``NOISE_SNR`` noise deviations, else the radius doubles, up to
-  ``2**NOISE_ABOVE`` times the running step length; where the model's misfit outgrows the
-  noise it halves. On a noisy sphere (``d = 1000``, ``sigma = 1``, ``30 d`` evaluations)
-  the radius that followed the steps shrank to where one pair's difference was 80 % noise,
-  and the run ended at f = 28; with the floor, at 7.1 (docs: *Noisy objectives*).
-
-With a *ceiling* (ZoVH's curvature model, whose direction is already a step: the model's
-Newton step for the gradient estimate) the rate is a trust factor in ``(0, ceiling]`` that
-starts at the ceiling and is never set from the step length, and a *trust radius* caps the
-trial's length: it starts at ``TRUST`` times the first step (a curvature model's flat start
-lengthens both), doubles the last accepted trial's length and shrinks below a rejected one's,
-so that a model that calls a flat region infinitely long cannot lengthen the trials while the
-rule rejects them. (It started infinite: a model whose scale collapsed on a flat stretch after
-one accepted trial sent the next one 1e5 to 1e6 first steps away, where the rejections'
-shrinking took a hundred iterations to come back, its queries at that radius: on COCO's
-Gallagher f21 at d = 2, points 8e5 from the start.)
-
-Everything it compares is an f estimate with another, and ``eta`` starts from the length of the
-first direction, so ``f -> s f`` (``s > 0``) leaves every iterate as it was: for powers of two
-bit for bit.
+A step from the *centre* (the last accepted point) is a trial, judged by its batch's mean
+against the centre's: accepted, ``eta`` grows by ``2**(1/4)``; undone, it shrinks by
+``2**(1/5)`` and the centre is measured afresh. The first step is `INITIAL_STEP` ``l`` long.
+The smoothing radius follows the running step length (``mu sqrt(d)`` about `SPREAD` times
+it), with a floor where the batches' slope shows noise or rounding, and once noise is known a
+floor that follows the noise (`StepSizeControl._noise_floor`). With a ceiling (a curvature
+model's step) the rate is a trust factor and a trust radius caps the trials. ``f -> s f``
+leaves every iterate as it was. The rule in full: theory page, *The run's parts in detail*,
+*The step rule*.
 """
 
 from __future__ import annotations

@@ -1,37 +1,14 @@
 """The stopping rules: the budgets asked before each iteration, the tolerances after it.
 
 `StoppingRules` holds the options that end a run and the state of the ``ftol`` windows. The
-driver asks `budget_spent` before an iteration's ask and `after_iteration` after its tell;
-each answers ``None`` (go on) or a `Stop`, with the status codes of ``scipy.optimize`` where it
-has them. A stall of the ``ftol`` test is reported as `STALLED`: whether the run stops there,
-resumes a quasi-Newton phase that its step limit cut (`zovh_opt._gradient_phase`) or goes on
-at a finer scale (the safeguard, `zovh_opt._safeguard`) is decided by the driver.
-
-- ``maxiter``, ``maxfev`` (default ``1000 d``; the iteration and the final evaluations are
-  reserved in it), ``maxtime`` (over the whole call: an iteration starts where the time per
-  evaluation so far leaves room for it and one final value; the final evaluations take what is
-  left, at least one at the returned point);
-- ``ftarget``: the lowest value evaluated (with ``noisy=True``: the iteration's f estimate);
-- ``ftol``: the median f estimate of a window of ``ftol_window`` iterations (by default those
-  of ``2 d`` evaluations, at least 50) is lower than the window before's by at most ``ftol``
-  times their magnitude, or than the precision of f at ``x0`` (``eps`` times its scale);
-  ``"auto"`` is ``1e-12`` with the step rule, none with a fixed rate; after a quasi-Newton
-  phase that converged (`zovh_opt._gradient_phase`), the method's first `CONVERGED_WINDOW`
-  iterations (`HOP_WINDOW` where the run hops, at d = 2; or ``ftol_window``, if fewer) end
-  the run where they evaluated no value below
-  the phase's by more than ``ftol`` (relative, or the precision of f): the method's
-  exploration from the phase's minimum found nothing (where it found a lower value,
-  `StoppingRules.lower_found` tells the driver, which may start the phase there again:
-  `zovh_opt._gradient_phase.hop`);
-- ``xtol``: the step length is below ``xtol`` times the length scale of ``x0``; ``"auto"`` is
-  ``1e-3 sqrt(eps)`` with the step rule, none with a fixed rate;
-- ``flat_iterations``: every value of that many iterations in a row was one and the same
-  number (``f`` is flat at the queries' spread: a plateau); ``"auto"`` is `FLAT_ITERATIONS`
-  with the step rule, none with a fixed rate. It ends the run with success, as SciPy's
-  methods end on a constant function; where the plateau holds every value the run has seen
-  (``x0`` on a plateau wider than the queries) the message says so.
-
-The tolerances left ``"auto"`` go once the objective is known to be noisy.
+driver asks `budget_spent` before an iteration's ask (``maxiter``, ``maxfev`` with the
+iteration and the final evaluations reserved, ``maxtime`` over the whole call) and
+`after_iteration` after its tell (``ftarget``, ``flat_iterations``, ``ftol``, ``xtol``, and
+after a converged quasi-Newton phase the method's first iterations); each answers ``None`` or
+a `Stop` with SciPy's status codes where it has them. An ``ftol`` stall is `STALLED`: the
+driver decides whether the phase resumes, the safeguard rescales or the run stops. The
+tolerances left ``"auto"`` go once the objective is known to be noisy. Each rule in full:
+theory page, *The run's parts in detail*, *The stopping rules*.
 """
 
 from __future__ import annotations

@@ -1,18 +1,11 @@
 r"""Zeroth-order estimators of the gradient, the Hessian and its regularised inverse.
 
-Every function here is a pure array-API kernel on the directions ``U`` (shape ``(M, d)``, one
-Gaussian direction :math:`u_m \sim N(0, I_d)` per row) and the function values ``y`` (shape
-``(M,)``, ``y[m] = f(x + mu * U[m])``). The namespace, dtype and device of the result are those of
-``U``. There are no loops over ``d``, no random numbers and no backend imports.
-
-Equation labels refer to the paper in ``reference/zovh_paper.tex`` (Qiu, Hong, Xu and Shu,
-*Revisiting Zeroth-Order Hessian Approximation: A Single-Step Policy Optimization Lens*,
-ICML 2026). With query reuse, ``M = N K`` and the rows are the last ``N`` iterations' queries
-(eqs. (35), (10), (122)); the formulas are the
-same with ``K`` replaced by ``M``.
-
-Shared notation: the averaged baseline :math:`b = \frac1M \sum_m y_m` and the centred, scaled
-values :math:`\nu_m = (y_m - b) / \mu^2`.
+Pure array-API kernels on the directions ``U`` (``(M, d)``, rows :math:`u_m \sim N(0, I_d)`)
+and the values ``y`` (``y[m] = f(x + mu * U[m])``): the result has ``U``'s namespace, dtype
+and device; no loops over ``d``, no random numbers. Equation numbers are the paper's (Qiu,
+Hong, Xu and Shu, ICML 2026); with query reuse ``M = N K`` (eqs. (35), (10), (122)).
+Notation: the averaged baseline :math:`b = \frac1M \sum_m y_m` and :math:`\nu_m = (y_m - b)
+/ \mu^2`.
 
 Examples
 --------

@@ -1,19 +1,11 @@
-r"""Test functions with analytic derivatives, written against the array API.
+"""Test functions with analytic derivatives, written against the array API.
 
-The functions of the paper's experiments (Appx. F.1 and F.2): a
-quadratic (the identity one, and one rotated with a chosen condition number), Rosenbrock, Levy,
-Ackley and Styblinski-Tang. Each is a `Problem`:
-
-* ``problem(x)``: the value at a point ``x`` of shape ``(d,)`` (a 0-d array), or the ``n`` values
-  of the rows of an ``(n, d)`` array (for ``vectorized=True`` runs);
-* ``gradient(x)``, ``hvp(x, v)`` (Hessian-vector product) and ``hessian(x)`` (dense, ``d x d``:
-  for tests at small ``d``);
-* ``hessian_trace(x)`` and ``hessian_frobenius(x)``: what an estimate's Frobenius error
-  :math:`\|\hat H - H\|_F` needs besides Hessian-vector products, computed from the Hessian's
-  structure (diagonal, tridiagonal, or diagonal plus rank two) in :math:`O(d)`;
-* ``minimum(d)``: the global minimum value in dimension ``d``.
-
-Everything runs in the namespace, dtype and device of ``x``.
+The functions of the paper's experiments (Appx. F.1 and F.2): quadratics (the identity, and
+a rotated one of chosen condition), Rosenbrock, Levy, Ackley and Styblinski-Tang. Each
+`Problem` gives ``problem(x)`` (a point ``(d,)`` or the rows of ``(n, d)``), ``gradient``,
+``hvp``, a dense ``hessian`` for small ``d``, ``hessian_trace`` and ``hessian_frobenius`` in
+:math:`O(d)` from the Hessian's structure (for an estimate's Frobenius error), and
+``minimum(d)``; all in the namespace, dtype and device of ``x``.
 
 Examples
 --------
