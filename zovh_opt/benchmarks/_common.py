@@ -23,7 +23,10 @@ from typing import Any
 
 import numpy as np
 
-PACKAGES = ("zovh-opt", "numpy", "scipy", "array-api-compat", "matplotlib", "torch", "cma")
+PACKAGES = (
+    "zovh-opt", "numpy", "scipy", "array-api-compat", "matplotlib", "torch", "cma", "nlopt",
+    "Py-BOBYQA",
+)  # fmt: skip
 
 
 class BudgetExhausted(Exception):
