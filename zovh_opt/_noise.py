@@ -191,6 +191,15 @@ class NoiseMonitor:
         objective, ``nan`` before two values)."""
         return sample_std(self.values)
 
+    def start_scale(self) -> float:
+        """The scale of ``f`` at ``x0``: the larger of its values' mean magnitude and their
+        standard deviation (0 before a finite value)."""
+        finite = [v for v in self.values if math.isfinite(v)]
+        if not finite:
+            return 0.0
+        spread = sample_std(finite) if len(finite) > 1 else 0.0
+        return max(abs(sum(finite) / len(finite)), spread)
+
     def fields(self) -> dict[str, float]:
         """The result's ``noise_std`` where ``x0`` was measured (the returned point's own,
         measured at the end of a noisy run, takes its place)."""

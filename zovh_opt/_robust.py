@@ -74,9 +74,10 @@ def outliers(residuals: np.ndarray) -> np.ndarray:
     return np.abs(residuals - centre) > OUTLIER * spread
 
 
-def far_above(values: list[float], lowest: float, noise_std: float) -> bool:
+def far_above(values: list[float], lowest: float, scale: float) -> bool:
     """Whether a batch's ``values`` (finite host floats) hold one more than `FAR_ABOVE` times
-    the run's scale of ``f``, ``max(|lowest|, noise_std)``, above ``lowest`` (the lowest
-    value evaluated): a value many orders above the batch's others and the noise."""
-    reach = FAR_ABOVE * max(abs(lowest), noise_std)
-    return max(values) - lowest > reach
+    the run's scale of ``f`` above ``lowest`` (the lowest value evaluated): ``scale`` is
+    ``f``'s at ``x0`` (its values' mean magnitude and spread), or ``|lowest|`` if larger. Not
+    relative to ``lowest`` alone: near a minimum of 0 a sound batch is many times above it."""
+    reach = FAR_ABOVE * max(abs(lowest), scale)
+    return reach > 0 and max(values) - lowest > reach

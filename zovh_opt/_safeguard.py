@@ -88,14 +88,14 @@ class Safeguard:
 
     def overreached(self, step: Any, values: list[float], returned: Any, noise: Any) -> bool:
         """Whether a noisy run's batch (finite ``values``) holds a value far above the run's
-        others (`zovh_opt._robust.far_above`: the lowest value from ``returned``, the noise
-        measured at ``x0`` from ``noise``); then the batch teaches nothing (no model update,
+        others (`zovh_opt._robust.far_above`: the lowest value from ``returned``, the scale of
+        ``f`` at ``x0`` from ``noise``); then the batch teaches nothing (no model update,
         no scale of ``f``) and the steps and radius of ``step``, which overreached, shrink by
         `FAR_ABOVE_SHRINK`."""
         lowest = returned.lowest_evaluated()
         if not step.robust or step.control is None or lowest is None:
             return False  # noise found and the step rule only
-        if not far_above(values, lowest, noise.std()):
+        if not far_above(values, lowest, noise.start_scale()):
             return False
         step.discard()
         step.shorten(FAR_ABOVE_SHRINK)
