@@ -338,3 +338,38 @@ def test_finetune_quick(tmp_path):
     (rows,) = data["cost"]
     assert [r["method"] for r in rows] == list(METHODS)
     assert all(math.isfinite(r["ms_per_pass"]) and r["ms_per_pass"] > 0 for r in rows)
+
+
+def test_mild_noise_models_and_the_solved_fractions(tmp_path):
+    """The mild-noise benchmark: the rough noise is a function of x (a repeat gives the same
+    value, a neighbour another), the relative noise is centred on g with the level's spread,
+    the gaps of every call are kept for the anytime count, and the fractions count what they
+    say; the quick run writes its report."""
+    pytest.importorskip("cocoex")
+    from zovh_opt.benchmarks import mild_noise
+
+    s = {"dim": 2, "level": 1e-3}
+    rough = mild_noise._problem(s, 1, 1, "rough", 0)
+    x = np.array([0.3, -0.2])
+    assert rough(x) == rough(x.copy()) != rough(x + 1e-12)
+    g = rough.gap(x)
+    assert abs(rough(x) - rough.f_opt - g) <= 1e-3 * g
+    assert rough.gaps[:2] == [g, g]
+    relative = mild_noise._problem(s, 1, 1, "relative", 0)
+    ratios = np.array([(relative(x) - relative.f_opt) / g - 1 for _ in range(4000)])
+    assert abs(ratios.mean()) < 1e-4 and 0.9e-3 < ratios.std() < 1.1e-3
+
+    def record(kind, gap, anytime):
+        return {"kind": kind, "solver": "zovh", "g0": 1.0, "gap": gap, "anytime": anytime}
+
+    records = [record("rough", 1e-6, 1e-2), record("rough", 1e-4, 1e-3), record("rough", 1, 1)]
+    summary = mild_noise.summary(records, {"kinds": ["rough"], "solvers": ["zovh"]})
+    assert summary["rough/zovh"] == {
+        "runs": 3, "anytime": pytest.approx(1 / 3), "0.001": pytest.approx(2 / 3),
+        "1e-05": pytest.approx(1 / 3),
+    }  # fmt: skip
+    assert main(["mild-noise", "--quick", "--out", str(tmp_path), "--jobs", "2"]) == 0
+    data = json.loads((tmp_path / "record.json").read_text())["data"]
+    assert set(data["summary"]) == {f"{k}/{v}" for k in ("relative", "rough")
+                                    for v in ("zovh", "COBYQA", "Nelder-Mead")}  # fmt: skip
+    assert "returned, 1e-05" in (tmp_path / "mild-noise.md").read_text()
