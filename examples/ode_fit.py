@@ -58,9 +58,7 @@ def simulate(p, tol):
     def rates(_, z):
         return [alpha * z[0] - beta * z[0] * z[1], delta * z[0] * z[1] - gamma * z[1]]
 
-    sol = solve_ivp(
-        rates, (0.0, 15.0), [prey0, predator0], t_eval=TIMES, rtol=tol, atol=tol
-    )
+    sol = solve_ivp(rates, (0.0, 15.0), [prey0, predator0], t_eval=TIMES, rtol=tol, atol=tol)
     return sol.y if sol.success and sol.y.shape[1] == len(TIMES) else None
 
 
