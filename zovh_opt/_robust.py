@@ -14,6 +14,7 @@ others*.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -74,10 +75,15 @@ def outliers(residuals: np.ndarray) -> np.ndarray:
     return np.abs(residuals - centre) > OUTLIER * spread
 
 
-def far_above(values: list[float], lowest: float, scale: float) -> bool:
+def far_above(values: list[float], lowest: float, scale: Callable[[], float]) -> bool:
     """Whether a batch's ``values`` (finite host floats) hold one more than `FAR_ABOVE` times
-    the run's scale of ``f`` above ``lowest`` (the lowest value evaluated): ``scale`` is
+    the run's scale of ``f`` above ``lowest`` (the lowest value evaluated): ``scale()`` is
     ``f``'s at ``x0`` (its values' mean magnitude and spread), or ``|lowest|`` if larger. Not
-    relative to ``lowest`` alone: near a minimum of 0 a sound batch is many times above it."""
-    reach = FAR_ABOVE * max(abs(lowest), scale)
-    return reach > 0 and max(values) - lowest > reach
+    relative to ``lowest`` alone: near a minimum of 0 a sound batch is many times above it.
+    ``scale`` is called only where the batch is that far above ``|lowest|`` (it reads every
+    value at ``x0``, up to a thousand, which an iteration need not pay)."""
+    excess = max(values) - lowest
+    if not excess > FAR_ABOVE * abs(lowest):
+        return False
+    reach = FAR_ABOVE * max(abs(lowest), scale())
+    return reach > 0 and excess > reach

@@ -95,7 +95,7 @@ class Safeguard:
         lowest = returned.lowest_evaluated()
         if not step.robust or step.control is None or lowest is None:
             return False  # noise found and the step rule only
-        if not far_above(values, lowest, noise.start_scale()):
+        if not far_above(values, lowest, noise.start_scale):
             return False
         step.discard()
         step.shorten(FAR_ABOVE_SHRINK)
