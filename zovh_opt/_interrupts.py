@@ -16,6 +16,7 @@ __all__ = ["deferred_interrupts"]
 
 _SIGINT = int(_signal_module.SIGINT)
 _DEFAULT = _signal_module.default_int_handler
+_MAIN_THREAD = threading.main_thread().ident  # the thread Python delivers signals to
 
 
 class deferred_interrupts:  # noqa: N801 - used like a function: ``with deferred_interrupts():``
@@ -29,7 +30,7 @@ class deferred_interrupts:  # noqa: N801 - used like a function: ``with deferred
 
     def __enter__(self) -> None:
         self._previous = None
-        if threading.current_thread() is not threading.main_thread():
+        if threading.get_ident() != _MAIN_THREAD:
             return
         previous = getsignal(_SIGINT)
         if previous is not _DEFAULT:

@@ -90,7 +90,10 @@ def _scaled_outer_sum(U: Any, w: Any) -> Any:
 
 def centred_values(y: Any, mu: float) -> Any:
     r"""Return :math:`\nu_m = (y_m - \bar y) / \mu^2` with the averaged baseline :math:`\bar y`."""
-    return (y - array_sum(y) / y.shape[0]) / mu / mu  # not mu**2: a Python float can overflow
+    nu = y - array_sum(y) / y.shape[0]
+    nu /= mu  # twice, not by mu**2: a Python float can overflow
+    nu /= mu
+    return nu
 
 
 def gradient(U: Any, y: Any, mu: float) -> Any:
@@ -620,12 +623,17 @@ def newton_coefficients_from_centred(
         sq_norms = namespace_of(gram).linalg.diagonal(gram)
     # u_l . g_{-l}: the gradient projected on u_l with query l left out (the self term is
     # correlated with nu_l and would bias the product).
-    loo = (gram @ nu - nu * sq_norms) * (mu / (M - 2))
+    loo = gram @ nu
+    loo -= nu * sq_norms
+    loo *= mu / (M - 2)
     if exact:
         correction = inverse_correction(gram, nu, lam, exact=True) @ loo
     else:
-        correction = _diagonal_correction(gram, nu, lam, sq_norms) * loo
-    return nu * (mu / (lam * (M - 1))) - correction
+        correction = _diagonal_correction(gram, nu, lam, sq_norms)
+        correction *= loo
+    c = nu * (mu / (lam * (M - 1)))
+    c -= correction
+    return c
 
 
 def decoupled_coefficients(
