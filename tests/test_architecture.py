@@ -56,19 +56,52 @@ def test_the_import_graph_has_no_cycle():
 
 
 def test_the_graph_reader_sees_imports_at_every_depth():
-    assert "zovh_opt._coordinates" in GRAPH["zovh_opt._optimizer"]
+    assert "zovh_opt._driver.coordinates" in GRAPH["zovh_opt._driver.optimizer"]
     assert "zovh_opt._methods.zovh" in GRAPH["zovh_opt._methods.zovh_paper"]
     assert "zovh_opt.estimators" in GRAPH["zovh_opt._methods.zovh_paper"]  # `from .. import`
 
 
-def test_data_flows_one_way_driver_method_estimators():
-    """The estimators know no method, the methods no driver part."""
-    driver = {"zovh_opt._optimizer", "zovh_opt._minimize", "zovh_opt._stopping"}
-    driver |= {"zovh_opt._safeguard", "zovh_opt._returned_point", "zovh_opt._coordinates"}
-    methods = {m for m in MODULES if m.startswith("zovh_opt._methods")}
-    assert not GRAPH["zovh_opt.estimators"] & (methods | driver)
-    for method in methods:
-        assert not GRAPH[method] & driver, method
+# The layers, bottom first: a module imports from its own layer and those below it only.
+LAYERS = [
+    ("zovh_opt._version", "zovh_opt._arrays"),  # array libraries, seeded streams
+    ("zovh_opt.estimators",),  # the paper's formulas
+    ("zovh_opt._curvature", "zovh_opt._noise"),  # curvature models; noise statistics
+    ("zovh_opt._methods",),  # one iteration's math, one object per method
+    ("zovh_opt._driver",),  # Optimizer, its parts, minimize
+    ("zovh_opt", "zovh_opt.problems", "zovh_opt.torch", "zovh_opt.benchmarks"),  # public
+]
+
+
+def layer(module: str) -> tuple[int, str]:
+    """The layer of ``module`` and the package that places it there (the longest prefix)."""
+    found = [
+        (len(prefix), depth, prefix)
+        for depth, prefixes in enumerate(LAYERS)
+        for prefix in prefixes
+        if module == prefix or module.startswith(prefix + ".")
+    ]
+    _, depth, prefix = max(found)
+    return depth, prefix
+
+
+def test_the_package_is_a_dozen_entries_in_layers():
+    entries = {p.name for p in PACKAGE.iterdir() if p.name != "__pycache__"}
+    assert len(entries) <= 12, sorted(entries)
+    assert all(layer(module) for module in MODULES)
+
+
+def test_imports_go_down_the_layers():
+    """The estimators know no method, the methods no driver part, the curvature models and
+    the noise statistics neither each other."""
+    against = []
+    for module, imports in GRAPH.items():
+        depth, package = layer(module)
+        for target in imports:
+            target_depth, target_package = layer(target)
+            if target_depth > depth or (target_depth == depth and target_package != package):
+                if depth < len(LAYERS) - 1:  # the public layer may import across itself
+                    against.append(f"{module} -> {target}")
+    assert not against
 
 
 @pytest.mark.parametrize("name", sorted(MODULES))
@@ -96,7 +129,7 @@ def code_lines(function: ast.FunctionDef) -> int:
 
 
 def test_the_driver_is_a_thin_coordinator_and_no_function_is_long():
-    tree = ast.parse((PACKAGE / "_optimizer.py").read_text())
+    tree = ast.parse((PACKAGE / "_driver/optimizer.py").read_text())
     (optimizer,) = [n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == "Optimizer"]
     assert optimizer.end_lineno - optimizer.lineno + 1 <= 400
     long = [

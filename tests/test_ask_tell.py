@@ -8,7 +8,7 @@ import pytest
 import zovh_opt
 from zovh_opt import Optimizer
 from zovh_opt._methods.zovh_preconditioned import default_pairs
-from zovh_opt._noise import measurements  # x0's and the best point's values
+from zovh_opt._noise.monitor import measurements  # x0's and the best point's values
 from zovh_opt.problems import rosenbrock
 
 D = 40

@@ -14,31 +14,31 @@ from zovh_opt.problems import rosenbrock
 
 PACKAGE = pathlib.Path(zovh_opt.__file__).parent
 # the adapters: the array libraries, and CuPy's kernel for directions
-ADAPTERS = {PACKAGE / "_backend.py", PACKAGE / "_device_normals.py"}
+ADAPTERS = {PACKAGE / "_arrays/backend.py", PACKAGE / "_arrays/device_normals.py"}
 ADAPTERS |= set((PACKAGE / "torch").glob("*.py"))  # zovh_opt.torch: torch's optimizers
 # The O(M^2) algebra of an iteration (Gram matrix, function values, step coefficients) lives on
 # the host in NumPy float64 by design; these modules hold it. Their d-sized arrays still go
 # through the ArraySpace of _backend.py, which test_namespace_dtype_device_follow_x0 checks.
 METHOD = {"quasi_newton": False}  # the method's estimates (the phase's: its jac alone)
 HOST_ALGEBRA = {
-    "_reporting.py",  # the result's trace, NumPy arrays
-    "_history.py",
+    "_driver/reporting.py",  # the result's trace, NumPy arrays
+    "_methods/history.py",
     "_methods/_base.py",
     "_methods/zovh_paper.py",
     "_methods/curvature_model.py",  # the pair coefficients and residuals
     "_methods/zovh_preconditioned.py",  # the pending directions' norms
-    "_full_curvature.py",  # the P x P eigenproblems of an update
-    "_curvature_fit.py",  # the least-squares fit's n x n filter, d <= 20
+    "_curvature/full.py",  # the P x P eigenproblems of an update
+    "_curvature/fit.py",  # the least-squares fit's n x n filter, d <= 20
     "_methods/zovh_full.py",  # the fitted gradient's (N P, d) rows, d <= 20
-    "_new_starts.py",  # a new start's point, drawn on the host once per run
-    "_checkpoint.py",
-    "_optimizer.py",  # the trace, host floats
-    "_bounds.py",  # the bounds, read and checked once on the host
-    "_coordinates.py",  # the units' powers of two, from the dtype's range
-    "_driver_options.py",  # x_scale read on the host, once
-    "_robust.py",  # medians of a batch's P host floats
-    "_carried_transport.py",  # the kept rows' P products for the next step, host floats
-    "_lbfgs.py",  # hess_inv's compact form: the m x m matrices of the secant pairs
+    "_driver/new_starts.py",  # a new start's point, drawn on the host once per run
+    "_driver/checkpoint.py",
+    "_driver/optimizer.py",  # the trace, host floats
+    "_driver/bounds.py",  # the bounds, read and checked once on the host
+    "_driver/coordinates.py",  # the units' powers of two, from the dtype's range
+    "_driver/run_options.py",  # x_scale read on the host, once
+    "_noise/robust.py",  # medians of a batch's P host floats
+    "_curvature/carried_transport.py",  # the kept rows' P products for the next step, host floats
+    "_driver/lbfgs.py",  # hess_inv's compact form: the m x m matrices of the secant pairs
 }
 
 
@@ -93,7 +93,7 @@ def test_namespace_dtype_device_follow_x0(backend, dtype, options):
         arrays += [res.hess_inv.diagonal() if options else res.hess_inv]
     for arr in arrays:
         assert type(arr) is type(x0) and arr.dtype == x0.dtype
-        assert xp.__name__ == zovh_opt._backend.namespace_of(arr).__name__
+        assert xp.__name__ == zovh_opt._arrays.backend.namespace_of(arr).__name__
     assert isinstance(res.fun, float)
 
 
@@ -161,7 +161,7 @@ def test_seeds_vectors_bit_identical_on_each_backend(backend, directions):
 
 def test_mixed_namespaces_in_x0_like_inputs():
     torch = pytest.importorskip("torch")
-    from zovh_opt._backend import namespace_of
+    from zovh_opt._arrays.backend import namespace_of
 
     with pytest.raises(TypeError, match="numpy.*torch"):
         namespace_of(np.ones(3), torch.ones(3))

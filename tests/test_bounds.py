@@ -10,9 +10,9 @@ import scipy.optimize
 from scipy.optimize import Bounds, OptimizeWarning
 
 import zovh_opt
-from zovh_opt._backend import ArraySpace
-from zovh_opt._bounds import box_of
-from zovh_opt._coordinates import Coordinates
+from zovh_opt._arrays.backend import ArraySpace
+from zovh_opt._driver.bounds import box_of
+from zovh_opt._driver.coordinates import Coordinates
 
 BOUNDS = [(0.0, 1.0), (-5.0, None), (None, 3.0), (2.0, 2.0), (-1e3, 1e4), (None, None)]
 

@@ -1,6 +1,6 @@
 """A noisy run's second candidate answer: the polynomial-decay average of its centres
-(`zovh_opt._centre_average`), and the end of the run that chooses between it, the final
-iterate and ``x0`` (`zovh_opt._returned_point`)."""
+(`zovh_opt._noise.centre_average`), and the end of the run that chooses between it, the final
+iterate and ``x0`` (`zovh_opt._driver.returned_point`)."""
 
 from __future__ import annotations
 
@@ -10,8 +10,9 @@ import numpy as np
 import pytest
 
 import zovh_opt
-from zovh_opt._centre_average import CentreAverage
-from zovh_opt._returned_point import ReturnedPoint, significantly_lower
+from zovh_opt._driver.returned_point import ReturnedPoint
+from zovh_opt._noise.centre_average import CentreAverage
+from zovh_opt._noise.samples import significantly_lower
 
 N = 10  # final_evaluations of a noisy run
 

@@ -13,7 +13,8 @@ import numpy as np
 import pytest
 
 import zovh_opt
-from zovh_opt import CheckpointError, Optimizer, _checkpoint
+from zovh_opt import CheckpointError, Optimizer
+from zovh_opt._driver import checkpoint as _checkpoint
 from zovh_opt.problems import rosenbrock
 
 D = 30

@@ -11,13 +11,13 @@ import pytest
 
 import zovh_opt
 from zovh_opt import ZoVH, estimators
-from zovh_opt._curvature import SCALE_RATE, SHAPE_RATE, DiagonalOperator
+from zovh_opt._curvature.diagonal import SCALE_RATE, SHAPE_RATE, DiagonalOperator
 from zovh_opt._methods.curvature_model import FIRST_STEP_RANGE
+from zovh_opt._methods.step_size import INITIAL_STEP
 from zovh_opt._methods.zovh_full import INITIAL_STEP as FULL_INITIAL_STEP
 from zovh_opt._methods.zovh_full import INITIAL_STEP_MAX_DIMENSION
 from zovh_opt._methods.zovh_paper import PaperZoVH
 from zovh_opt._methods.zovh_preconditioned import PreconditionedZoVH, default_pairs
-from zovh_opt._step_size import INITIAL_STEP
 
 MU = 0.1
 

@@ -1,4 +1,4 @@
-"""The least-squares fit beside the full curvature model (zovh_opt._curvature_fit): the filter
+"""The least-squares fit beside the full curvature model (zovh_opt._curvature.fit): the filter
 against the dense weighted least-squares solution with its prior, the equations against a
 loop, the fit of a quadratic's Hessian and of one that changes, the weighted gradient, the
 model's clipped move toward the fit against a dense transcription, and the iteration that
@@ -14,8 +14,8 @@ import pytest
 
 import zovh_opt
 from zovh_opt import ZoVH
-from zovh_opt._backend import ArraySpace
-from zovh_opt._curvature_fit import (
+from zovh_opt._arrays.backend import ArraySpace
+from zovh_opt._curvature.fit import (
     ACCURATE,
     SCALE_PRIOR,
     SHAPE_PRIOR,
@@ -24,7 +24,7 @@ from zovh_opt._curvature_fit import (
     helmert,
     least_squares_gradient,
 )
-from zovh_opt._full_curvature import FullCurvature
+from zovh_opt._curvature.full import FullCurvature
 from zovh_opt._methods import zovh_full
 
 

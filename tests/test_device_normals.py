@@ -1,4 +1,4 @@
-"""The CuPy draws of `zovh_opt._device_normals` against an independent NumPy reference.
+"""The CuPy draws of `zovh_opt._arrays.device_normals` against an independent NumPy reference.
 
 The reference below is Philox4x32-10 written from its definition (Salmon et al., SC'11) in
 NumPy's uint64 arithmetic, checked against Random123's published known answers; the kernel's
@@ -11,8 +11,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from zovh_opt import _device_normals
-from zovh_opt._backend import ArraySpace, DirectionSource, RowStreams
+from zovh_opt._arrays import device_normals as _device_normals
+from zovh_opt._arrays.backend import ArraySpace, DirectionSource, RowStreams
 
 MASK = np.uint64(0xFFFFFFFF)
 

@@ -1,4 +1,4 @@
-"""A noisy run's centre measured against its best measured point (`zovh_opt._drift`)."""
+"""A noisy run's centre measured against its best measured point (`zovh_opt._noise.drift`)."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 
 import zovh_opt
-from zovh_opt._centre_average import CentreAverage
-from zovh_opt._drift import CHECK_EVERY, RETURN_FACTOR, DriftCheck
+from zovh_opt._noise.centre_average import CentreAverage
+from zovh_opt._noise.drift import CHECK_EVERY, RETURN_FACTOR, DriftCheck
 
 SIZE = 8  # values per measurement in the unit tests
 ROOM = 10**6  # evaluations the budget leaves

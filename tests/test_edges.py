@@ -20,7 +20,7 @@ import scipy.optimize
 from scipy.optimize import Bounds, OptimizeWarning
 
 import zovh_opt
-from zovh_opt._returned_point import ReturnedPoint
+from zovh_opt._driver.returned_point import ReturnedPoint
 
 
 def shifted_sphere(x):
@@ -376,5 +376,5 @@ def test_the_progress_bar_counts_the_iterations_maxfev_pays_for(capsys):
             },
         )
     err = capsys.readouterr().err
-    n = res.nit  # 213: 10 evaluations measure x0 and the best point (`zovh_opt._noise`)
+    n = res.nit  # 213: 10 evaluations measure x0 and the best point (`zovh_opt._noise.monitor`)
     assert n == 213 and f"{n}/{n}" in err and f"/{n + 1}" not in err

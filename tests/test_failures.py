@@ -12,7 +12,7 @@ import zovh_opt
 from zovh_opt import ZoVH
 from zovh_opt._methods.zovh_paper import PaperZoVH
 from zovh_opt._methods.zovh_preconditioned import default_pairs
-from zovh_opt._noise import PROBE, measurements  # x0's and the best point's values
+from zovh_opt._noise.monitor import PROBE, measurements  # x0's and the best point's values
 from zovh_opt.problems import rosenbrock
 
 D = 40

@@ -13,21 +13,21 @@ from scipy.linalg import expm
 
 import zovh_opt
 from zovh_opt import ZoVH, estimators
-from zovh_opt._backend import ArraySpace
-from zovh_opt._full_curvature import (
+from zovh_opt._arrays.backend import ArraySpace
+from zovh_opt._curvature.full import (
     SCALE_RATE,
     SHAPE_CLIP,
     SHAPE_RATE_CAP,
     FullCurvature,
     shape_rate,
 )
+from zovh_opt._methods.step_size import INITIAL_STEP as RULE_INITIAL_STEP
 from zovh_opt._methods.zovh_full import (
     INITIAL_STEP,
     INITIAL_STEP_MAX_DIMENSION,
     FullCurvatureZoVH,
 )
 from zovh_opt._methods.zovh_preconditioned import PreconditionedZoVH
-from zovh_opt._step_size import INITIAL_STEP as RULE_INITIAL_STEP
 
 
 def rotated_quadratic(d, cond, seed):

@@ -9,7 +9,7 @@ import pytest
 
 import zovh_opt
 from zovh_opt import ZOAR, ZoVH
-from zovh_opt._backend import STREAM_COLUMNS, ArraySpace, DirectionSource
+from zovh_opt._arrays.backend import STREAM_COLUMNS, ArraySpace, DirectionSource
 from zovh_opt._methods.zovh_preconditioned import default_pairs
 from zovh_opt.problems import rosenbrock
 

@@ -12,7 +12,7 @@ from scipy.optimize import OptimizeResult, OptimizeWarning
 import zovh_opt
 from zovh_opt import estimators
 from zovh_opt._methods.zovh_preconditioned import default_pairs
-from zovh_opt._noise import measurements  # x0's and the best point's values
+from zovh_opt._noise.monitor import measurements  # x0's and the best point's values
 from zovh_opt.problems import quadratic, rosenbrock
 
 # 30 iterations of the method (counted evaluations: its own; the quasi-Newton phase's

@@ -12,7 +12,7 @@ import pytest
 from scipy.optimize import OptimizeWarning
 
 import zovh_opt
-from zovh_opt._step_size import SPREAD
+from zovh_opt._methods.step_size import SPREAD
 
 
 def rastrigin(x):
@@ -104,7 +104,7 @@ def test_above_d_3_new_starts_alternate_by_the_evaluations_each_regime_spent(mon
     evaluations than the local ones, else local, a run like the first (BIPOP's budget rule);
     up to d = 3 every new start is local. A widened one takes ``sqrt(min(64, 4**j))`` times
     the first run's pairs, a local one the first run's."""
-    from zovh_opt import _new_starts
+    from zovh_opt._driver import new_starts as _new_starts
     from zovh_opt._methods import AskTellMethod
 
     factors, phases, pairs = [], [], []
@@ -151,7 +151,7 @@ def test_at_d_2_some_new_starts_hop_from_the_best_answer(monkeypatch, dim):
     the distance from it to the nearest other answer, after a perturbed run that found a
     lower answer the distance it moved, after one that did not half the last (monotonic basin
     hopping); at d = 3 no new start is perturbed."""
-    from zovh_opt import _new_starts
+    from zovh_opt._driver import new_starts as _new_starts
 
     starts, runs = [], []
     start, combined = _new_starts._start, _new_starts._combined
@@ -266,11 +266,11 @@ def test_a_widened_run_saved_and_loaded_goes_on_as_it_would_have(tmp_path, reach
 
 def test_a_widened_start_in_a_box_converges():
     """In a box the map repeats ``f`` with a period of about twice its width
-    (`zovh_opt._bounds`), and ``f`` smoothed at that scale is flat: a widened new start whose
+    (`zovh_opt._driver.bounds`), and ``f`` smoothed at that scale is flat: a widened new start whose
     queries reached that far read noise as slope and wandered (a sphere in ``[-5, 5]^5``,
     widened 16 times: f from 0.5 to 3 after 5 000 evaluations). Its queries keep within a
     tenth of the narrowest width per coordinate (`_new_starts.BOX_REACH`), and it converges."""
-    from zovh_opt import _new_starts
+    from zovh_opt._driver import new_starts as _new_starts
 
     def sphere(x):
         return float(np.sum((np.asarray(x) - 1.0) ** 2))
@@ -312,7 +312,7 @@ def test_a_widened_start_takes_more_pairs_where_it_widens():
     (``round(pairs * sqrt(widening))``), without a widening the pairs as given; the loop
     passes pairs only where the widening acts (the step rule with ``smoothing="auto"``,
     not a fixed rate)."""
-    from zovh_opt import _new_starts
+    from zovh_opt._driver import new_starts as _new_starts
 
     x0, draws = np.full(4, 2.0), np.random.default_rng(0)
     assert zovh_opt.Optimizer(x0, rng=0)._step.widens
@@ -342,7 +342,7 @@ def test_a_start_where_f_is_undefined_is_followed_by_new_ones():
 
 
 def test_a_new_start_the_budget_cannot_pay_is_none_and_other_errors_propagate():
-    from zovh_opt import _new_starts
+    from zovh_opt._driver import new_starts as _new_starts
 
     x0 = np.full(3, 2.0)
     draws, again = np.random.default_rng(4), np.random.default_rng(4)

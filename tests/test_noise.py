@@ -14,8 +14,9 @@ import numpy as np
 import pytest
 
 import zovh_opt
-from zovh_opt._noise import NoiseMonitor, fresh_evaluations
-from zovh_opt._returned_point import ReturnedPoint, significantly_lower
+from zovh_opt._driver.returned_point import ReturnedPoint
+from zovh_opt._noise.monitor import NoiseMonitor, fresh_evaluations
+from zovh_opt._noise.samples import significantly_lower
 from zovh_opt.problems import ackley
 
 D, SIGMA, RUNS = 100, 1.0, 8
@@ -93,7 +94,7 @@ def check_rounds(rounds, candidate, start):
 def test_a_noisy_run_that_ends_above_its_start_returns_the_start(run_to_end, monkeypatch):
     """Where noise buries the slope (Ackley, d = 1000, sigma = 1, 8 d evaluations) the step
     rule accepts trials by chance and the iterate drifts uphill (here with the drift checks
-    off, `zovh_opt._drift`: with them this run goes back to x0 eight times, its final iterate
+    off, `zovh_opt._noise.drift`: with them this run goes back to x0 eight times, its final iterate
     ends 0.18 above x0's Ackley rather than 0.3, and it returns x0 too; the end's rule is what
     this test is about). x0 is measured
     ``final_evaluations`` times before the first iteration, the final iterate and the average
@@ -101,7 +102,7 @@ def test_a_noisy_run_that_ends_above_its_start_returns_the_start(run_to_end, mon
     close); the lower mean wins, and is measured afresh: ``x`` is x0 and ``fun`` the mean of
     those last values, which the choice did not see. The end takes 1 % of the run twice
     (80 reserved each): the close comparison's values and the fresh ones together."""
-    monkeypatch.setattr(zovh_opt._drift, "CHECK_EVERY", 10**9)
+    monkeypatch.setattr(zovh_opt._noise.drift, "CHECK_EVERY", 10**9)
     n, d = 10, 1000
     x0 = np.random.default_rng(0).standard_normal(d)
     fun, points, values = recorded(ackley, 1.0, 5)

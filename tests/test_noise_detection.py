@@ -1,9 +1,9 @@
-"""Issue #30: a run finds noise by repeats (``zovh_opt._noise``) and acts on it.
+"""Issue #30: a run finds noise by repeats (``zovh_opt._noise.monitor``) and acts on it.
 
 A deterministic objective repeats its values bit for bit, so its run is the run of
 ``noisy=False`` plus the measurements; a noisy one is found at ``x0`` or at a repeat of the
 best point, and from then on read robustly, with the radius above the noise
-(``zovh_opt._step_size``, ``zovh_opt._robust``).
+(``zovh_opt._methods.step_size``, ``zovh_opt._noise.robust``).
 """
 
 from __future__ import annotations
@@ -14,11 +14,11 @@ import numpy as np
 import pytest
 
 import zovh_opt
-from zovh_opt import _robust
 from zovh_opt._methods.curvature_model import FIRST_STEP_RANGE
+from zovh_opt._methods.step_size import NOISE_CHECKED, StepSizeControl
 from zovh_opt._methods.zovh import NOISY_PAIRS, default_pairs, noisy_pairs
-from zovh_opt._noise import NoiseMonitor, measurements
-from zovh_opt._step_size import NOISE_CHECKED, StepSizeControl
+from zovh_opt._noise import robust as _robust
+from zovh_opt._noise.monitor import NoiseMonitor, measurements
 
 # the method's own measurements and iterations; the quasi-Newton phase's recheck of its
 # centre: tests/test_quasi_newton_phase.py

@@ -9,7 +9,7 @@ import pytest
 
 import zovh_opt
 from zovh_opt._methods.zovh_preconditioned import default_pairs
-from zovh_opt._noise import PROBE, measurements  # x0's and the best point's values
+from zovh_opt._noise.monitor import PROBE, measurements  # x0's and the best point's values
 
 D = 40
 

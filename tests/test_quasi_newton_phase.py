@@ -1,5 +1,5 @@
 """Issues #29 and #31: the finite-difference quasi-Newton phase before the method
-(`zovh_opt._gradient_phase`): its gradients, its steps, where it runs, how it ends and hands
+(`zovh_opt._driver.quasi_newton`): its gradients, its steps, where it runs, how it ends and hands
 over, and its checkpoints."""
 
 from __future__ import annotations
@@ -13,8 +13,11 @@ import pytest
 import scipy.optimize
 
 import zovh_opt
-from zovh_opt import _gradient_phase, _lbfgs
-from zovh_opt._gradient_phase import (
+from zovh_opt._driver import lbfgs as _lbfgs
+from zovh_opt._driver import quasi_newton as _gradient_phase
+from zovh_opt._driver.lbfgs import initial_matrix
+from zovh_opt._driver.phase_checkpoint import phase_from_state, phase_state
+from zovh_opt._driver.quasi_newton import (
     BLOCK,
     HOP_DIMENSIONS,
     HOP_DISTANCE,
@@ -28,8 +31,6 @@ from zovh_opt._gradient_phase import (
     SMALL_D_STEPS,
     QuasiNewtonPhase,
 )
-from zovh_opt._lbfgs import initial_matrix
-from zovh_opt._phase_checkpoint import phase_from_state, phase_state
 
 CONVERGED = ("no decrease", "line search", "zero gradient")
 
@@ -826,7 +827,7 @@ def test_the_option_is_auto_or_false():
 
 def test_noise_found_by_the_phase_makes_the_run_noisy():
     """Outliers that x0's two values missed: the phase's recheck finds them, the method runs
-    with more pairs and the answer is an estimated mean (`zovh_opt._noise`)."""
+    with more pairs and the answer is an estimated mean (`zovh_opt._noise.monitor`)."""
     rng = np.random.default_rng(0)
     calls = []
 
@@ -974,7 +975,7 @@ def test_the_callback_sees_each_gradient_of_the_phase():
 def test_the_phases_hess_inv_is_bfgs_applied_densely(h0):
     """`LbfgsInverse`: matvec, diagonal and todense against BFGS's inverse update applied to a
     dense matrix pair by pair, and its scaling ``c T H T``."""
-    from zovh_opt._lbfgs import LbfgsInverse
+    from zovh_opt._driver.lbfgs import LbfgsInverse
 
     rng = np.random.default_rng(1)
     d = 9

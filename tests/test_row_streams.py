@@ -8,8 +8,9 @@ import numpy as np
 import pytest
 
 import zovh_opt
-from zovh_opt import ZoVH, _threads
-from zovh_opt._backend import STREAM_COLUMNS, ArraySpace, DirectionSource, RowStreams
+from zovh_opt import ZoVH
+from zovh_opt._arrays import threads as _threads
+from zovh_opt._arrays.backend import STREAM_COLUMNS, ArraySpace, DirectionSource, RowStreams
 from zovh_opt._methods.zovh_preconditioned import default_pairs
 from zovh_opt.problems import rosenbrock
 

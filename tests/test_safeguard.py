@@ -12,7 +12,7 @@ from scipy.optimize import OptimizeWarning
 
 import zovh_opt
 from zovh_opt._methods.zovh_preconditioned import default_pairs
-from zovh_opt._noise import PROBE  # the values at x0 of noisy='auto'
+from zovh_opt._noise.monitor import PROBE  # the values at x0 of noisy='auto'
 from zovh_opt.problems import quadratic, rosenbrock
 
 D = 1000
@@ -152,7 +152,7 @@ def test_a_stall_goes_on_at_a_finer_scale_before_ftol_ends_the_run(monkeypatch):
     assert res.status == 0
     assert res.restarts and all(r["cause"] == "stall" for r in res.restarts)
     assert len(res.restarts) <= 3 and "stalled (ftol)" in res.restarts[0]["reason"]
-    monkeypatch.setattr("zovh_opt._safeguard.STALL_RESCALES", 0)  # ftol without the rescales
+    monkeypatch.setattr("zovh_opt._driver.safeguard.STALL_RESCALES", 0)  # ftol without the rescales
     stopped = zovh_opt.minimize(rugged, x0, rng=0, options=method)
     assert stopped.status == 0 and stopped.fun > 10.0 and stopped.restarts == []
     assert res.fun < stopped.fun / 10

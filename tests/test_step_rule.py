@@ -1,4 +1,4 @@
-"""The default step rule, learning_rate="auto" (zovh_opt._step_size): scale invariance,
+"""The default step rule, learning_rate="auto" (zovh_opt._methods.step_size): scale invariance,
 precision, far and near starts, undone trials, noise, and SciPy-like budgets."""
 
 from __future__ import annotations
@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 
 import zovh_opt
+from zovh_opt._methods.step_size import StepSizeControl
 from zovh_opt._methods.zovh_preconditioned import default_pairs
-from zovh_opt._step_size import StepSizeControl
 from zovh_opt.problems import quadratic
 
 
@@ -42,7 +42,7 @@ def test_f_times_a_power_of_two_gives_the_same_iterates_bit_for_bit(method):
 @pytest.mark.parametrize("found", ["at x0", "later"])
 def test_a_noisy_float32_run_is_the_same_for_f_times_a_power_of_two(found, c):
     """In float32 the run holds ``f / f_unit`` where ``|f| > 2**8`` or ``< 2**-8``
-    (`zovh_opt._coordinates.run_unit`), fixed at the first batch. The noise's variance is
+    (`zovh_opt._driver.coordinates.run_unit`), fixed at the first batch. The noise's variance is
     measured in the user's unit: found at ``x0`` (``noisy=True``), before that unit is
     fixed, it is converted then; found later (``"auto"``, the noise starting at the 61st
     evaluation), when it is found. So ``c f`` gives the same run bit for bit. Before, the
@@ -198,7 +198,7 @@ def test_a_float_rate_is_the_papers_algorithm_with_its_constants():
 def test_a_stall_goes_below_the_floor_that_the_slope_test_set():
     """Without noise the slope test's floor stays until an ``ftol`` stall: the stall's finer
     scale goes below it. With known noise the floor follows the noise, and a stall keeps it."""
-    from zovh_opt._step_size import StepSizeControl
+    from zovh_opt._methods.step_size import StepSizeControl
 
     for noisy in (False, True):
         control = StepSizeControl(dim=10, scale=1.0, ceiling=1.0)
@@ -215,7 +215,7 @@ def test_a_widened_runs_widening_falls_with_its_steps_to_one():
     """``widen(4)`` queries 4 times as far relative to the steps; the widening falls as the
     eighth root of the running step length over the first, so steps 2**-8 as long halve it
     and 2**-16 (or shorter) leave the plain spread. A run never widened keeps its spread."""
-    from zovh_opt._step_size import SPREAD, WIDENING_DECAY, StepSizeControl
+    from zovh_opt._methods.step_size import SPREAD, WIDENING_DECAY, StepSizeControl
 
     assert WIDENING_DECAY == 0.125
     plain, wide = StepSizeControl(dim=5, scale=1.0), StepSizeControl(dim=5, scale=1.0)
@@ -233,7 +233,7 @@ def test_a_widening_stays_within_its_reach():
     """``widen(16, reach)``: the widening is cut so that ``mu sqrt(d)`` starts at ``reach``
     (never below the plain spread), decays from there as any widening does, and stays within
     ``reach`` where longer steps would take it beyond; ``reach=inf`` is ``widen(16)``."""
-    from zovh_opt._step_size import SPREAD, StepSizeControl
+    from zovh_opt._methods.step_size import SPREAD, StepSizeControl
 
     plain, unbounded = StepSizeControl(dim=5, scale=1.0), StepSizeControl(dim=5, scale=1.0)
     plain.widen(16.0)

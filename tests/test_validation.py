@@ -10,7 +10,7 @@ from scipy.optimize import OptimizeWarning
 
 import zovh_opt
 from zovh_opt._methods.zovh_preconditioned import default_pairs
-from zovh_opt._noise import PROBE  # the values at x0 of noisy='auto'
+from zovh_opt._noise.monitor import PROBE  # the values at x0 of noisy='auto'
 
 
 def sphere(x):

@@ -214,7 +214,7 @@ def test_the_narrowest_width_is_in_the_runs_coordinates():
     """`Coordinates.narrowest_width`: the narrowest finite interval of the box (fixed
     variables and one-sided bounds aside) over ``x_scale`` and the run's unit; ``inf``
     without an interval."""
-    from zovh_opt._coordinates import Coordinates
+    from zovh_opt._driver.coordinates import Coordinates
 
     x0 = np.array([1.0, 2.0, 3.0, 0.5])
     bounds = [(0.0, 4.0), (1.0, 7.0), (3.0, 3.0), (0.0, None)]

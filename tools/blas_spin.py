@@ -1,6 +1,6 @@
 """How the work just before a draw changes the direction draws' threads (the performance
 page, *Memory at scale*): the median time of drawing two rows of ``d = 10^6`` side by side
-(`zovh_opt._direction_block.DirectionBlock.rows_from`, as the default draws a pair's
+(`zovh_opt._methods.direction_block.DirectionBlock.rows_from`, as the default draws a pair's
 direction with the next pair's), back to back, or each right after ``x @ x`` (a BLAS call
 OpenBLAS runs on its threads), after ``np.sum(x * x)`` (the same sum without BLAS), or
 after a sleep of 50 ms. Run on an idle machine::
@@ -12,8 +12,8 @@ import time
 
 import numpy as np
 
-from zovh_opt._backend import ArraySpace, DirectionSource
-from zovh_opt._direction_block import DirectionBlock
+from zovh_opt._arrays.backend import ArraySpace, DirectionSource
+from zovh_opt._methods.direction_block import DirectionBlock
 
 
 def main(d: int = 1_000_000, repeats: int = 15) -> None:

@@ -47,7 +47,7 @@ import warnings
 import numpy as np
 
 import zovh_opt
-from zovh_opt._backend import to_numpy
+from zovh_opt._arrays.backend import to_numpy
 
 
 def backends():
@@ -134,7 +134,7 @@ def _memory_run(name, to_device, sync, d, storage, iterations, vectorized):
 
 
 def memory(dims=(1e6, 1e7), iterations=20, only=None):
-    from zovh_opt._backend import ArraySpace
+    from zovh_opt._arrays.backend import ArraySpace
     from zovh_opt._methods.zovh_preconditioned import PreconditionedZoVH, default_pairs
 
     print(
@@ -298,7 +298,7 @@ def features(seeds=(0, 1)):
 
 def noisy(d=10**6, iterations=40):
 
-    from zovh_opt._centre_average import CentreAverage
+    from zovh_opt._noise.centre_average import CentreAverage
 
     print(
         "| backend | own ms an ask and tell (median) | add ms | centres averaged "

@@ -1,7 +1,7 @@
-"""How far the transport after an undone trial (`zovh_opt._carried_transport`: the model of an
-update before, with this update's scale) is from the exact one: for each kept iteration whose
-products were adopted from the record before, |lagged - exact| / |exact| of the moved
-differences, exact formed again from the rows. Rosenbrock from 0, d = 3000, 40 iterations of
+"""How far the transport after an undone trial (`zovh_opt._curvature.carried_transport`: the
+model of an update before, with this update's scale) is from the exact one: for each kept
+iteration whose products were adopted from the record before, |lagged - exact| / |exact| of the
+moved differences, exact formed again from the rows. Rosenbrock from 0, d = 3000, 40 iterations of
 the default (the theory page, *memory*, and the CHANGELOG quote the range)::
 
     python tools/lagged_transport.py

@@ -142,7 +142,7 @@ def relapse(seed=0):
 def average_cost():
     import time
 
-    from zovh_opt._centre_average import CentreAverage
+    from zovh_opt._noise.centre_average import CentreAverage
 
     d = 10**6
     centre, average = np.ones(d), CentreAverage()

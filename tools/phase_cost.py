@@ -1,4 +1,4 @@
-"""The quasi-Newton phase's own cost (`zovh_opt._gradient_phase`), quoted in the docs.
+"""The quasi-Newton phase's own cost (`zovh_opt._driver.quasi_newton`), quoted in the docs.
 
     python tools/phase_cost.py   # d = 1e3 ... 1e6, float64, NumPy, one thread
 
@@ -15,7 +15,7 @@ import tracemalloc
 import numpy as np
 
 import zovh_opt
-from zovh_opt._gradient_phase import MEMORY, QuasiNewtonPhase
+from zovh_opt._driver.quasi_newton import MEMORY, QuasiNewtonPhase
 
 print("| d | own us / evaluation | two-loop step (ms) | phase's vectors (d floats) |")
 print("|---|---|---|---|")

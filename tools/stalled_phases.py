@@ -24,7 +24,7 @@ import zlib
 import numpy as np
 
 import zovh_opt
-from zovh_opt._gradient_phase import ARMIJO
+from zovh_opt._driver.quasi_newton import ARMIJO
 
 
 def phase_of(f, x0, seed, options=None):

@@ -19,10 +19,10 @@ METHODS
 """
 
 from . import estimators, problems
-from ._checkpoint import CheckpointError
+from ._driver.checkpoint import CheckpointError
+from ._driver.minimize import minimize, zovh
+from ._driver.optimizer import Optimizer
 from ._methods import METHODS, ZOAR, ZOSGD, HiZOO, MeZO, ZoVH
-from ._minimize import minimize, zovh
-from ._optimizer import Optimizer
 from ._version import __version__
 
 __all__ = [

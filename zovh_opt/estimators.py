@@ -28,7 +28,7 @@ from typing import Any
 
 from array_api_compat import device as _device
 
-from ._backend import array_sum, namespace_of
+from ._arrays.backend import array_sum, namespace_of
 
 __all__ = [
     "InverseHessianOperator",

@@ -25,7 +25,7 @@ from typing import Any
 
 from array_api_compat import device as _device
 
-from ._backend import gaussian_direction, namespace_of
+from ._arrays.backend import gaussian_direction, namespace_of
 
 __all__ = [
     "Problem",

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from .._step_size import SPREAD
 from ._base import AskTellMethod, GradientStepMethod
 from .hizoo import HiZOO
 from .mezo import MeZO
+from .step_size import SPREAD
 from .zo_sgd import ZOSGD
 from .zoar import ZOAR
 from .zovh import ZoVH

@@ -7,10 +7,11 @@ from typing import Any
 
 import numpy as np
 
-from .. import _robust, _step_size
-from .._backend import ArraySpace, DirectionSource, norm, to_host_floats
-from .._options import Option, positive_or_auto, positive_real, resolve
-from .._step_size import StepSizeControl
+from .._arrays.backend import ArraySpace, DirectionSource, norm, to_host_floats
+from .._noise import robust as _robust
+from . import step_size as _step_size
+from .option_specs import Option, positive_or_auto, positive_real, resolve
+from .step_size import StepSizeControl
 
 # Bounds of the integer options: beyond them a run cannot be meant (the directions of one
 # iteration, or the kept queries, would be a matrix of at least 10^4 rows of length d).
@@ -124,7 +125,7 @@ class AskTellMethod(BuildChoices, PendingPoints):
     **Step rule.** A float ``learning_rate`` is the paper's Algorithm 1: ``x <- x - eta p``
     after every ``tell``. ``learning_rate="auto"`` (the default) hands the rate, and with
     ``smoothing="auto"`` the smoothing radius, to a `StepSizeControl` (``control``): each
-    step is a trial that the next batch's mean accepts or undoes (`zovh_opt._step_size`); a
+    step is a trial that the next batch's mean accepts or undoes (`zovh_opt._methods.step_size`); a
     ``tell`` then computes the direction (``_tell``; not for an undone trial) and ``_move``
     takes the step only when the rule calls for a trial.
 
@@ -136,7 +137,7 @@ class AskTellMethod(BuildChoices, PendingPoints):
     name = ""
     # the step rule's largest rate, for methods whose direction is a step of its own
     rate_ceiling: float | None = None
-    # the step rule's first step over the length scale l (`zovh_opt._step_size`)
+    # the step rule's first step over the length scale l (`zovh_opt._methods.step_size`)
     initial_step = _step_size.INITIAL_STEP
     options: dict[str, Option] = {
         "learning_rate": Option("auto", positive_or_auto),
@@ -164,7 +165,7 @@ class AskTellMethod(BuildChoices, PendingPoints):
         driver's learning-rate search runs several from one stream). ``x0`` is copied.
         ``scale`` is the problem's length scale ``l``: by default ``|x0|``, or ``sqrt(d)``
         when ``x0 = 0``; with the step rule the first step is ``first_step * l`` long, by
-        default the iteration's `initial_step` (`zovh_opt._step_size`).
+        default the iteration's `initial_step` (`zovh_opt._methods.step_size`).
         """
         unknown = sorted(set(options) - set(self.options))
         if unknown:
@@ -304,8 +305,8 @@ class AskTellMethod(BuildChoices, PendingPoints):
     def noise_found(self, variance: float) -> None:
         """The objective is noisy, with about this ``variance`` at ``x0`` (in the run's unit
         of ``f``, `StepSizeControl.noise_in_unit`): batches are read with robust statistics
-        (`zovh_opt._robust`) and the step rule keeps the smoothing radius above the noise
-        (`zovh_opt._step_size`)."""
+        (`zovh_opt._noise.robust`) and the step rule keeps the smoothing radius above the noise
+        (`zovh_opt._methods.step_size`)."""
         self.robust = True
         if self.control is not None:
             self.control.noise_found(variance)
@@ -386,7 +387,7 @@ class AskTellMethod(BuildChoices, PendingPoints):
         """Before the first ``ask``: with the step rule and ``smoothing="auto"``, query
         ``factor`` times as far from the centre, relative to the steps, as the rule's
         default, the widened ``mu sqrt(d)`` kept within ``reach``
-        (`zovh_opt._step_size.StepSizeControl.widen`); otherwise nothing."""
+        (`zovh_opt._methods.step_size.StepSizeControl.widen`); otherwise nothing."""
         if self._adapt_smoothing:
             self.control.widen(factor, reach)
             self._set_smoothing(self.control.smoothing)

@@ -12,9 +12,10 @@ from typing import Any
 
 import numpy as np
 
-from .. import _robust, estimators
-from .._step_size import INITIAL_STEP
+from .. import estimators
+from .._noise import robust as _robust
 from ._base import GradientStepMethod
+from .step_size import INITIAL_STEP
 from .zovh import PAPER_ONLY, ZoVH, default_pairs
 
 # history="auto": the step uses the pairs of this many iterations, the current one included

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from .._options import Option, integer_between
 from ._base import MAX_DIRECTIONS, GradientStepMethod
+from .option_specs import Option, integer_between
 
 
 class MeZO(GradientStepMethod):

@@ -5,9 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 from .. import estimators
-from .._history import STORAGES, QueryHistory
-from .._options import Option, integer_between, one_of
 from ._base import MAX_DIRECTIONS, MAX_HISTORY, GradientStepMethod, ReusesQueries
+from .history import STORAGES, QueryHistory
+from .option_specs import Option, integer_between, one_of
 
 
 class ZOAR(ReusesQueries, GradientStepMethod):

@@ -14,9 +14,9 @@ from __future__ import annotations
 import math
 from typing import Any, ClassVar
 
-from .._history import STORAGES
-from .._options import Option, integer_or_auto, one_of, positive_or_auto
 from ._base import MAX_DIRECTIONS, MAX_HISTORY, AskTellMethod
+from .history import STORAGES
+from .option_specs import Option, integer_or_auto, one_of, positive_or_auto
 
 # the options that only the paper's iteration has
 PAPER_ONLY = ("product", "inverse", "regularization")

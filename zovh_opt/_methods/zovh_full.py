@@ -7,8 +7,8 @@ from typing import Any
 
 import numpy as np
 
-from .._backend import norm
-from .._curvature_fit import (
+from .._arrays.backend import norm
+from .._curvature.fit import (
     ADOPT_RANGE,
     BASE_ERROR,
     FIT_MAX_DIMENSION,
@@ -16,16 +16,16 @@ from .._curvature_fit import (
     FitScores,
     least_squares_gradient,
 )
-from .._full_curvature import FullCurvature
-from .._step_size import INITIAL_STEP as RULE_INITIAL_STEP
+from .._curvature.full import FullCurvature
 from .curvature_model import CurvatureModelZoVH, KeptPairs
+from .step_size import INITIAL_STEP as RULE_INITIAL_STEP
 
 # The first step (and the queries' first spread) over the length scale l up to
 # INITIAL_STEP_MAX_DIMENSION: three times the step rule's 0.1 l. COCO bbob, 1000 d, zovh alone,
 # instances 1-5 (6-10), 0.1 l -> 0.3 l: d = 2 0.629 -> 0.638 (0.606 -> 0.648), d = 5 0.519 ->
 # 0.532 (0.511 -> 0.521), d = 10 0.463 -> 0.496 (0.464 -> 0.465); d = 20 0.438 -> 0.430
 # (0.449 -> 0.442) and d = 40 0.379 -> 0.344 (Rosenbrock's f8 and f9) lost. 0.5 l and 1.0 l
-# solved fewer at d = 5 and 10. In a box the rule's 0.1 l stays (`zovh_opt._coordinates`),
+# solved fewer at d = 5 and 10. In a box the rule's 0.1 l stays (`zovh_opt._driver.coordinates`),
 # as it does for the diagonal model (the docs' theory page, *The first step*).
 INITIAL_STEP = 0.3
 INITIAL_STEP_MAX_DIMENSION = 10
@@ -35,7 +35,7 @@ class FullCurvatureZoVH(CurvatureModelZoVH, curvature="full"):
     r"""ZoVH whose curvature is a full (``d x d``) model learned across iterations.
 
     The iteration of `PreconditionedZoVH` (their shared part: `CurvatureModelZoVH`) with the
-    model :math:`A = c W^{-T} W^{-1}` of `zovh_opt._full_curvature` in place of the diagonal
+    model :math:`A = c W^{-T} W^{-1}` of `zovh_opt._curvature.full` in place of the diagonal
     one: the pairs are
     :math:`f(x \pm \mu W u_m)`, the step is the model's Newton step
     :math:`\frac{M}{c (d + M + 1)} W \hat g_z \approx \frac{M}{d + M + 1} A^{-1} \nabla f`,
@@ -45,7 +45,7 @@ class FullCurvatureZoVH(CurvatureModelZoVH, curvature="full"):
     :math:`A^{-1}`, a ``(d, d)`` array.
 
     Up to ``d = 20``, with a deterministic objective, a least-squares fit of the Hessian to
-    the same pairs runs beside the model (`zovh_opt._curvature_fit`): where it predicts the
+    the same pairs runs beside the model (`zovh_opt._curvature.fit`): where it predicts the
     batches' curvature within 10 % and better than the model, the model moves toward it;
     where either does, the step's gradient is the weighted least-squares fit of the current
     and the kept pairs (exact on a quadratic once they span ``d`` directions) and the step

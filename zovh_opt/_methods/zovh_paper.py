@@ -10,8 +10,8 @@ import numpy as np
 from scipy.optimize import OptimizeWarning
 
 from .. import estimators
-from .._history import QueryHistory
 from ._base import PAPER_REGULARIZATION, ReusesQueries
+from .history import QueryHistory
 from .zovh import ZoVH
 
 # regularization="auto" with the step rule "auto": lambda is this many times the largest

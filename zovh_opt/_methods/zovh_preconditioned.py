@@ -8,11 +8,11 @@ from typing import Any
 
 import numpy as np
 
-from .. import _threads
-from .._carried_transport import CarriedTransport
-from .._curvature import SHAPE_RATE, DiagonalCurvature, DiagonalOperator
-from .._direction_block import DirectionBlock, inner_products, weighted_sums
+from .._arrays import threads as _threads
+from .._curvature.carried_transport import CarriedTransport
+from .._curvature.diagonal import SHAPE_RATE, DiagonalCurvature, DiagonalOperator
 from .curvature_model import CurvatureModelZoVH, KeptPairs, default_pairs
+from .direction_block import DirectionBlock, inner_products, weighted_sums
 
 __all__ = ["PreconditionedZoVH", "default_pairs"]
 
@@ -27,8 +27,8 @@ class PreconditionedZoVH(CurvatureModelZoVH, curvature="diagonal"):
     r"""ZoVH whose curvature is a diagonal model learned across iterations (the default).
 
     With the model :math:`h \approx \operatorname{diag}(\nabla^2 f)` and the whitening
-    :math:`s = (c / h)^{1/2}`, :math:`c = \operatorname{geomean}(h)` (`zovh_opt._curvature`),
-    each iteration
+    :math:`s = (c / h)^{1/2}`, :math:`c = \operatorname{geomean}(h)`
+    (`zovh_opt._curvature.diagonal`), each iteration
 
     1. evaluates ``P`` antithetic pairs :math:`f(x \pm \mu\, s \circ u_m)`, ``2 P`` values
        (``P = n_directions``);
@@ -60,7 +60,7 @@ class PreconditionedZoVH(CurvatureModelZoVH, curvature="diagonal"):
     leaves the iterates as they were. The step rule judges a trial by the batch mean less
     the model's smoothing bias :math:`\frac{\mu^2}{2} c \overline{\|u\|^2}`.
 
-    The directions are rows of their own random streams (`zovh_opt._direction_block`): a
+    The directions are rows of their own random streams (`zovh_opt._methods.direction_block`): a
     point draws its one direction, and the step's two passes (the kept pairs' inner products
     for the move to ``x``; the step and the model's update) run span of columns by span of
     columns over the ``N P`` rows. Costs per iteration: the ``2 P`` points, the norms, and
@@ -70,10 +70,10 @@ class PreconditionedZoVH(CurvatureModelZoVH, curvature="diagonal"):
     of them: a pair's points draw their direction (once, asked in order: the pairs are
     adjacent) and the step's pass draws the ``N P`` rows again, ``(N + 1) P`` rows of ``d``
     numbers per iteration where the held path draws ``P`` (the kept rows' transport is
-    formed a step ahead, in that pass: `zovh_opt._carried_transport`; after an undone
+    formed a step ahead, in that pass: `zovh_opt._curvature.carried_transport`; after an undone
     trial, in a pass of its own); the model, the iterate, the step and the kept centres and
     whitenings are about 16 ``d`` floats at the peak. Rows are drawn in threads where the
-    process has cores (`zovh_opt._threads`). The run is the same, bit for bit.
+    process has cores (`zovh_opt._arrays.threads`). The run is the same, bit for bit.
     ``history=1`` is the iteration without reuse.
 
     ``jac`` is the latest gradient estimate :math:`\hat g_z / s`, ``hess_inv`` the model's
@@ -156,7 +156,7 @@ class PreconditionedZoVH(CurvatureModelZoVH, curvature="diagonal"):
         """``u_m`` of the pending ask for its points, and whether it is the method's to
         overwrite: a view of held rows; else drawn into one of two buffers (fresh memory of
         this size costs a page fault per 4 KiB), and where threads draw
-        (`zovh_opt._threads`) two at a time, ``u_m`` and ``u_{m+1}`` side by side, the second
+        (`zovh_opt._arrays.threads`) two at a time, ``u_m`` and ``u_{m+1}`` side by side, the second
         kept for the next pair."""
         rows, ahead, self._ahead = self._rows[1], self._ahead, None
         if rows.held:

@@ -175,8 +175,8 @@ def _run(
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         if solver in ZOVH_METHODS or solver in VARIANTS:
-            from .._minimize import minimize
-            from .._stopping import BudgetTooSmall
+            from .._driver.minimize import minimize
+            from .._driver.stopping import BudgetTooSmall
 
             method = "zovh" if solver in VARIANTS else solver
             options = {"maxfev": remaining, **VARIANTS.get(solver, {})}

@@ -32,9 +32,9 @@ from typing import Any
 import numpy as np
 
 from .. import problems
+from .._driver.minimize import minimize
+from .._driver.optimizer import Optimizer
 from .._methods.zovh_paper import PaperZoVH
-from .._minimize import minimize
-from .._optimizer import Optimizer
 from ._common import Report, fmt, pyplot, run_jobs
 
 NAME = "curvature"

@@ -56,7 +56,7 @@ def _run(d: int, dtype: str, storage: str, iterations: int, traced: bool) -> dic
 def measure(d: int, dtype: str, iterations: int, rounds: int) -> dict[str, dict]:
     """Peak (d floats) and own time per evaluation (us) of each storage at ``d``; the runs
     of the two storages are checked to be the same (``fun`` and ``nfev``)."""
-    from .._backend import ArraySpace
+    from .._arrays.backend import ArraySpace
     from .._methods.zovh_preconditioned import PreconditionedZoVH, default_pairs
 
     out: dict[str, dict] = {s: {"own_us": []} for s in STORAGES}

@@ -64,7 +64,7 @@ def solve(job: tuple[str, str, str, int, dict[str, Any]]) -> dict[str, Any]:
 
 def _run(contender: str, fun: Budgeted, x0: np.ndarray, budget: int, sigma: float, seed: int):
     if contender == "zovh":
-        from .._minimize import minimize
+        from .._driver.minimize import minimize
 
         options = {"learning_rate": "auto", "maxfev": budget, "maxiter": budget}
         if sigma:

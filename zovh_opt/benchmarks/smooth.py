@@ -164,7 +164,7 @@ def _run(solver: str, fun: Budgeted, x0: np.ndarray, budget: int, seed: int) -> 
 
         scipy_minimize(fun, x0, method="L-BFGS-B", options={"maxfun": budget})
     else:
-        from .._minimize import minimize
+        from .._driver.minimize import minimize
 
         options = {"maxfev": budget, **VARIANTS.get(solver, {})}
         minimize(fun, x0, method="zovh", rng=seed, options=options)

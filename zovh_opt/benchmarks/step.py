@@ -40,8 +40,8 @@ from typing import Any
 
 import numpy as np
 
+from .._driver.optimizer import Optimizer
 from .._methods import ZoVH
-from .._optimizer import Optimizer
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -270,7 +270,7 @@ def peer_table(args: argparse.Namespace) -> None:
     import cma
     from scipy.optimize import minimize as scipy_minimize
 
-    from .._minimize import minimize
+    from .._driver.minimize import minimize
 
     budget = args.peer_evaluations
     print()

@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from .._optimizer import Optimizer
+from .._driver.optimizer import Optimizer
 from ..problems import RotatedQuadratic
 from ._common import Report, fmt, pyplot, run_jobs
 

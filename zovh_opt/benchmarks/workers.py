@@ -16,7 +16,7 @@ import time
 
 import numpy as np
 
-from .._minimize import minimize
+from .._driver.minimize import minimize
 
 
 def sleepy_sphere(x: np.ndarray, seconds: float) -> float:

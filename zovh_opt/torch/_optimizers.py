@@ -18,7 +18,7 @@ import numpy as np
 import torch
 
 from .. import estimators
-from .._options import integer_between, non_negative_real, positive_real
+from .._methods.option_specs import integer_between, non_negative_real, positive_real
 from ._inplace import Directions, Draw, Entry, Workspace, mix
 
 STATE_KEY = "zeroth_order"  # the state_dict entry of the run's scalars, seeds and Gram matrix
