@@ -160,7 +160,7 @@ def run_to_end():
         opt, end = zovh_opt.Optimizer(x0, rng=rng, options=options), []
         while not opt.done:
             points = np.asarray(opt.ask())
-            final = opt._pending == "final"
+            final = opt.stage == "final"
             values = [f(p) for p in points]
             opt.tell(values)
             if final:

@@ -56,7 +56,7 @@ def test_the_import_graph_has_no_cycle():
 
 
 def test_the_graph_reader_sees_imports_at_every_depth():
-    assert "zovh_opt._driver.coordinates" in GRAPH["zovh_opt._driver.optimizer"]
+    assert "zovh_opt._driver.coordinates" in GRAPH["zovh_opt._driver.parts"]
     assert "zovh_opt._methods.zovh" in GRAPH["zovh_opt._methods.zovh_paper"]
     assert "zovh_opt.estimators" in GRAPH["zovh_opt._methods.zovh_paper"]  # `from .. import`
 
@@ -139,3 +139,25 @@ def test_the_driver_is_a_thin_coordinator_and_no_function_is_long():
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and code_lines(node) > 80
     ]
     assert not long
+
+
+def test_no_module_writes_another_objects_private_attributes():
+    """``obj._name = ...`` only on ``self`` (or ``cls``): a part changes another through its
+    public attributes and methods (the stages change the run's `RunParts`)."""
+    writes = []
+    for name, path in MODULES.items():
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Assign):
+                targets = node.targets
+            elif isinstance(node, (ast.AugAssign, ast.AnnAssign)):
+                targets = [node.target]
+            else:
+                continue
+            for target in targets:
+                for t in target.elts if isinstance(target, ast.Tuple) else [target]:
+                    private = isinstance(t, ast.Attribute) and t.attr.startswith("_")
+                    if private and not t.attr.startswith("__"):
+                        owner = t.value
+                        if not (isinstance(owner, ast.Name) and owner.id in ("self", "cls")):
+                            writes.append(f"{name}:{node.lineno}: {ast.unparse(t)}")
+    assert not writes

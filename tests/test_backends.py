@@ -32,7 +32,7 @@ HOST_ALGEBRA = {
     "_methods/zovh_full.py",  # the fitted gradient's (N P, d) rows, d <= 20
     "_driver/new_starts.py",  # a new start's point, drawn on the host once per run
     "_driver/checkpoint.py",
-    "_driver/optimizer.py",  # the trace, host floats
+    "_driver/stages.py",  # the told values, host floats
     "_driver/bounds.py",  # the bounds, read and checked once on the host
     "_driver/coordinates.py",  # the units' powers of two, from the dtype's range
     "_driver/run_options.py",  # x_scale read on the host, once
@@ -108,7 +108,7 @@ def test_the_quasi_newton_phase_follows_x0(backend, dtype):
         points = opt.ask()
         assert type(points) is type(x0) and points.dtype == x0.dtype and points.shape[1] == 16
         sizes.add(points.shape[0])
-        backward += opt._quasi_newton._retrying
+        backward += opt._parts.quasi_newton._retrying
         values = [rosenbrock(points[i, :]) for i in range(points.shape[0])]
         if not sizes - {17}:  # the first gradient (its centre first): one value fails
             values[3] = math.nan

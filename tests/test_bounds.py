@@ -222,7 +222,7 @@ def test_bad_bounds_get_scipys_errors_and_x0_outside_is_clipped():
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # open bounds: nothing to keep, nothing to warn
         opt = zovh_opt.Optimizer(np.ones(2), "zo-sgd", bounds=[(None, None)] * 2, rng=0)
-    assert opt._coordinates.box is None
+    assert opt._parts.coordinates.box is None
 
 
 def test_a_checkpoint_keeps_the_bounds(tmp_path):

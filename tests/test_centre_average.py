@@ -110,9 +110,9 @@ def test_a_noisy_run_returns_the_average_like_x0(backend, dtype):
 
     opt = zovh_opt.Optimizer(x0, rng=0, options={"maxfev": 2000})
     res = opt.run(f)
-    assert opt._returned.average.count > 100
-    returned = opt._coordinates.to_user(opt._returned.average.mean)
-    for a in (opt._returned.average.mean, returned, res.x):
+    assert opt._parts.returned.average.count > 100
+    returned = opt._parts.coordinates.to_user(opt._parts.returned.average.mean)
+    for a in (opt._parts.returned.average.mean, returned, res.x):
         assert type(a) is type(x0) and a.dtype == x0.dtype
         assert array_api_compat.device(a) == array_api_compat.device(x0)
     assert float(backend.to_numpy(res.x) @ backend.to_numpy(res.x)) < 0.1 * 20
@@ -122,11 +122,11 @@ def test_deterministic_runs_and_fixed_rates_keep_no_average():
     sphere = lambda x: float(x @ x)  # noqa: E731
     opt = zovh_opt.Optimizer(np.ones(10), rng=0, options={"maxfev": 2000})
     res = opt.run(sphere)
-    assert opt._returned.average.count == 0 and "average" not in res.message
+    assert opt._parts.returned.average.count == 0 and "average" not in res.message
     fixed = {"learning_rate": 1e-3, "maxiter": 30, "noisy": True, "final_evaluations": 3}
     opt = zovh_opt.Optimizer(np.ones(10), rng=0, options=fixed)
     res = opt.run(lambda x: sphere(x) + 1e-3 * np.random.default_rng(0).standard_normal())
-    assert opt._returned.average.count == 0 and res.nfev == 30 * 3 + 3 * 3  # as published
+    assert opt._parts.returned.average.count == 0 and res.nfev == 30 * 3 + 3 * 3  # as published
 
 
 @pytest.mark.parametrize("stop_after", ["iterations", "comparison"])
@@ -141,12 +141,16 @@ def test_a_checkpoint_with_an_average_goes_on_bit_for_bit(tmp_path, stop_after):
         o.tell([float(p @ p) + values[told[0] + i] for i, p in enumerate(points)])
         told[0] += len(points)
 
-    while opt._phase != "final" if stop_after == "iterations" else opt._returned.compared is None:
+    while (
+        opt.stage != "final" if stop_after == "iterations" else opt._parts.returned.compared is None
+    ):
         tell(opt)
-    assert opt._returned.average.usable
+    assert opt._parts.returned.average.usable
     opt.save(tmp_path / "run.npz")
     loaded = zovh_opt.Optimizer.load(tmp_path / "run.npz")
-    np.testing.assert_array_equal(loaded._returned.average.mean, opt._returned.average.mean)
+    np.testing.assert_array_equal(
+        loaded._parts.returned.average.mean, opt._parts.returned.average.mean
+    )
     at = told[0]
     while not opt.done:
         tell(opt)

@@ -61,7 +61,7 @@ def objective(noisy):
 def tell_until_saved(opt, fun, case):
     """Drive ``opt`` as the fixture's run was driven before it was saved."""
     for _ in range(case["tells"]):
-        if opt._phase != "iterate":
+        if opt.stage != "iterate":
             break
         opt.tell([fun(p) for p in opt.ask()])
     if case.get("pending"):
@@ -89,7 +89,7 @@ def legacy_noisy_ending(name, case):
         points = loaded.ask()
         sizes.append(len(points))
         loaded.tell([fun(p) for p in points])
-    assert sizes[-1] == n and loaded._returned.start_values is None  # compared at the end
+    assert sizes[-1] == n and loaded._parts.returned.start_values is None  # compared at the end
     assert math.isfinite(loaded.result().fun_std_error)
 
 
@@ -105,9 +105,11 @@ def test_a_checkpoint_written_before_the_split_goes_on_as_an_uninterrupted_run(n
         if options["noisy"]:
             return legacy_noisy_ending(name, case)
         fresh = zovh_opt.Optimizer(np.full(8, 0.9), bounds=case["bounds"], options=options, rng=3)
-        if hasattr(fresh._step, "_row_layout"):  # the curvature model drew a block at a time
-            fresh._step._row_layout = "block"
-        control = fresh._step.control
+        if hasattr(
+            fresh._parts.method, "_row_layout"
+        ):  # the curvature model drew a block at a time
+            fresh._parts.method._row_layout = "block"
+        control = fresh._parts.method.control
         if control is not None and control.ceiling is not None:  # its trust radius started
             control.trust_radius = math.inf  # infinite (the file holds the radius it reached)
         fun = objective(case.get("noisy", False))
@@ -118,8 +120,8 @@ def test_a_checkpoint_written_before_the_split_goes_on_as_an_uninterrupted_run(n
         for _ in range(fresh.nfev):
             if case.get("noisy", False):
                 twin(np.zeros(8))
-        assert (loaded.nit, loaded.nfev, loaded._phase) == (fresh.nit, fresh.nfev, fresh._phase)
-        assert np.allclose(loaded._step._x, fresh._step._x, rtol=1e-12, atol=0)
+        assert (loaded.nit, loaded.nfev, loaded.stage) == (fresh.nit, fresh.nfev, fresh.stage)
+        assert np.allclose(loaded._parts.method._x, fresh._parts.method._x, rtol=1e-12, atol=0)
         expected, got = finish(fresh, fun), finish(loaded, twin)
     assert np.allclose(got.x, expected.x, rtol=1e-9, atol=0)
     # a checkpoint without the transport formed a step ahead forms it from the rows: the same

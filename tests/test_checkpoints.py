@@ -14,7 +14,7 @@ import pytest
 
 import zovh_opt
 from zovh_opt import CheckpointError, Optimizer
-from zovh_opt._driver import checkpoint as _checkpoint
+from zovh_opt._driver import checkpoint
 from zovh_opt.problems import rosenbrock
 
 D = 30
@@ -161,7 +161,7 @@ def rewrite(path, edit):
             for name, data in members.items():
                 archive.writestr(name, data)
         size = file.tell()
-        digest = _checkpoint._sha256(file, size - 64)
+        digest = checkpoint._sha256(file, size - 64)
         file.seek(size - 64)
         file.write(digest.encode())
 
@@ -264,7 +264,7 @@ def test_a_run_resumed_from_a_checkpoint_after_an_exception_is_the_same_run(d, o
     opt = Optimizer(x0, rng=5, options=opts)
     with pytest.raises(RuntimeError, match="node lost"):
         opt.run(crashes_once)
-    assert opt._step.asked
+    assert opt._parts.method.asked
     opt.save(tmp_path / "run.npz")
     res = Optimizer.load(tmp_path / "run.npz").run(rosenbrock)
     assert np.array_equal(res.x, whole.x) and res.fun == whole.fun
@@ -307,5 +307,5 @@ def test_a_loaded_run_stops_on_the_same_xtol_scale(options, tmp_path):
         opt.tell([float(p @ p) for p in opt.ask()])
     opt.save(tmp_path / "run.npz")
     loaded = zovh_opt.Optimizer.load(tmp_path / "run.npz")
-    scales = [o._stopping.length_scale(o._step.control) for o in (loaded, opt)]
+    scales = [o._parts.stopping.length_scale(o._parts.method.control) for o in (loaded, opt)]
     assert scales[0] == scales[1] == pytest.approx(7.0 * 50**0.5)

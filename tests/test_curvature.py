@@ -249,12 +249,14 @@ def test_auto_runs_the_paper_iteration_on_a_budget_below_30_d(tmp_path):
         res = zovh_opt.minimize(lambda x: float(x @ x), x0, rng=0, options=options)
         assert isinstance(res.hess_inv, DiagonalOperator) is model, maxfev
     small = {"maxfev": 10 * d, "curvature": "diagonal"}
-    assert isinstance(zovh_opt.Optimizer(x0, rng=0, options=small)._step, PreconditionedZoVH)
+    assert isinstance(
+        zovh_opt.Optimizer(x0, rng=0, options=small)._parts.method, PreconditionedZoVH
+    )
     opt = zovh_opt.Optimizer(x0, rng=0, options={"maxfev": 10 * d})
-    assert isinstance(opt._step, PaperZoVH)
+    assert isinstance(opt._parts.method, PaperZoVH)
     opt.tell([float(p @ p) for p in opt.ask()])
     opt.save(tmp_path / "run.npz")
-    assert isinstance(zovh_opt.Optimizer.load(tmp_path / "run.npz")._step, PaperZoVH)
+    assert isinstance(zovh_opt.Optimizer.load(tmp_path / "run.npz")._parts.method, PaperZoVH)
 
 
 def test_a_state_with_more_kept_iterations_than_history_or_another_storage_is_refused():

@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from zovh_opt._arrays import device_normals as _device_normals
+from zovh_opt._arrays import device_normals
 from zovh_opt._arrays.backend import ArraySpace, DirectionSource, RowStreams
 
 MASK = np.uint64(0xFFFFFFFF)
@@ -83,7 +83,7 @@ def test_the_kernel_draws_the_reference(cupy):
     seeds = [0, 1, 2**63 - 25, 2**64 - 1]
     start = 2**32 - 1000  # the counter's high word changes inside the span
     out = cupy.empty((len(seeds), 3000), dtype=cupy.float64)
-    _device_normals.fill(_device_normals.row_seeds(seeds, out.device), start, out)
+    device_normals.fill(device_normals.row_seeds(seeds, out.device), start, out)
     got = cupy.asnumpy(out)
     for row, seed in zip(got, seeds, strict=True):
         expected = reference_normals(seed, start + np.arange(3000))
@@ -91,15 +91,15 @@ def test_the_kernel_draws_the_reference(cupy):
 
 
 def test_spans_rows_and_dtypes_draw_the_same_bits(cupy):
-    seeds = _device_normals.row_seeds([7, 8, 9], cupy.cuda.Device())
-    whole = _device_normals.fill(seeds, 0, cupy.empty((3, 10_000)))
+    seeds = device_normals.row_seeds([7, 8, 9], cupy.cuda.Device())
+    whole = device_normals.fill(seeds, 0, cupy.empty((3, 10_000)))
     pieces = cupy.empty((3, 10_000))
     for start in range(0, 10_000, 777):  # strided views of the block
-        _device_normals.fill(seeds, start, pieces[:, start : start + 777])
+        device_normals.fill(seeds, start, pieces[:, start : start + 777])
     assert bool(cupy.all(pieces == whole))
-    row = _device_normals.fill(seeds[1:2], 0, cupy.empty(10_000))
+    row = device_normals.fill(seeds[1:2], 0, cupy.empty(10_000))
     assert bool(cupy.all(row == whole[1]))
-    single = _device_normals.fill(seeds, 0, cupy.empty((3, 10_000), dtype=cupy.float32))
+    single = device_normals.fill(seeds, 0, cupy.empty((3, 10_000), dtype=cupy.float32))
     assert bool(cupy.all(single == whole.astype(cupy.float32)))
 
 

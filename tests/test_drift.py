@@ -130,7 +130,7 @@ def test_a_checkpoint_while_the_best_point_is_measured_afresh(tmp_path):
     would have, to the same point, value and evaluations."""
     f, _ = drifting(0)
     opt = zovh_opt.Optimizer(np.ones(10), rng=0, options={"maxfev": 10_000})
-    while opt._drift.centre is None:
+    while opt._parts.drift.centre is None:
         opt.tell([f(p) for p in np.asarray(opt.ask())])
     opt.save(tmp_path / "run.npz")
     loaded = zovh_opt.Optimizer.load(tmp_path / "run.npz")
@@ -163,11 +163,11 @@ def test_the_checks_points_are_like_x0(backend, dtype):
     checks = 0
     while not opt.done:
         points = opt.ask()
-        if opt._pending == "check":
+        if opt.stage == "check":
             checks += 1
             assert type(points) is type(x0) and points.dtype == x0.dtype
             assert array_api_compat.device(points) == array_api_compat.device(x0)
             rows = backend.to_numpy(points)
-            assert len(rows) == opt._step.points_per_iteration and (rows == rows[0]).all()
+            assert len(rows) == opt._parts.method.points_per_iteration and (rows == rows[0]).all()
         opt.tell([f(p) for p in backend.to_numpy(points)])
     assert checks >= 3

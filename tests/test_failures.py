@@ -176,14 +176,14 @@ def test_a_failed_evaluation_is_missing_data_and_persistent_failures_restart():
         values = [float(p @ p) for p in points]
         estimates.append(np.mean(values))
         opt.tell(values)
-    assert isinstance(opt._step, PaperZoVH) and len(opt._step.queries) == 12
-    before, blocks = opt.x, opt._step.queries.blocks
+    assert isinstance(opt._parts.method, PaperZoVH) and len(opt._parts.method.queries) == 12
+    before, blocks = opt.x, opt._parts.method.queries.blocks
     first = opt.ask()
     opt.tell([1.0, math.nan, 2.0])
     assert opt.restarts == [] and np.array_equal(opt.x, before)
     # the dropped iteration left no query behind (its block was drawn over the oldest one in
     # the ring, which leaves the history with it)
-    assert opt._step.queries.blocks == blocks[1:]
+    assert opt._parts.method.queries.blocks == blocks[1:]
     assert not np.array_equal(opt.ask(), first)  # new directions
     opt.tell([1.0, math.nan, 2.0])
     for _ in range(8):
@@ -191,7 +191,7 @@ def test_a_failed_evaluation_is_missing_data_and_persistent_failures_restart():
         opt.tell([math.inf, 1.0, 1.0])
     assert len(opt.restarts) == 1 and opt.restarts[0]["nit"] == 16
     assert "not finite in 10 iterations in a row (1 of 3 in the last)" in opt.restarts[0]["reason"]
-    assert len(opt._step.queries) == 0  # the history is forgotten
+    assert len(opt._parts.method.queries) == 0  # the history is forgotten
     assert np.array_equal(opt.x, iterates[int(np.argmin(estimates))])
     assert opt.learning_rate == 0.25e-3 and opt.result().failed_evaluations == 10
 
@@ -332,7 +332,7 @@ def test_ctrl_c_during_a_step_takes_effect_after_it(monkeypatch):
     monkeypatch.setattr(PaperZoVH, "_tell", interrupted)
     opt = zovh_opt.Optimizer(x0, rng=5, options=opts)
     res = opt.run(rosenbrock)
-    assert res.status == 6 and res.nit == 6 and opt._step.nit == 6
+    assert res.status == 6 and res.nit == 6 and opt._parts.method.nit == 6
     assert_same_run(opt.run(rosenbrock), whole)
 
 

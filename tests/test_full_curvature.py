@@ -184,9 +184,9 @@ def test_a_checkpoint_continues_the_run_bit_for_bit(tmp_path, directions):
     opt = zovh_opt.Optimizer(x0, options=options, rng=3)
     for _ in range(40):  # on to the first iteration where the least-squares fit is in use
         opt.tell(f(np.asarray(opt.ask())))
-        if opt._step.scores.accurate:
+        if opt._parts.method.scores.accurate:
             break
-    assert opt._step.scores.accurate and not opt.done  # saved while the fit is in use
+    assert opt._parts.method.scores.accurate and not opt.done  # saved while the fit is in use
     opt.save(tmp_path / "run.npz")
     resumed = zovh_opt.Optimizer.load(tmp_path / "run.npz")
     while not resumed.done:
@@ -204,7 +204,7 @@ def test_the_full_model_starts_with_longer_steps_outside_a_box():
 
     def first_step(d, **kwargs):
         x0 = np.linspace(-1, 2, d)
-        return zovh_opt.Optimizer(x0, rng=0, **kwargs)._step.control.first_step
+        return zovh_opt.Optimizer(x0, rng=0, **kwargs)._parts.method.control.first_step
 
     d = INITIAL_STEP_MAX_DIMENSION
     assert first_step(d) == INITIAL_STEP == 0.3

@@ -93,7 +93,7 @@ def test_a_widened_start_queries_that_much_farther_out(curvature):
     x0, options = np.full(5, 0.7), {"curvature": curvature, "quasi_newton": False}
     plain = zovh_opt.Optimizer(x0, options=options, rng=3)
     wide = zovh_opt.Optimizer(x0, options=options, rng=3)
-    wide._step.widen(4.0)
+    wide._parts.method.widen(4.0)
     np.testing.assert_allclose(first_queries(wide), 4.0 * first_queries(plain), rtol=1e-12)
 
 
@@ -104,11 +104,11 @@ def test_above_d_3_new_starts_alternate_by_the_evaluations_each_regime_spent(mon
     evaluations than the local ones, else local, a run like the first (BIPOP's budget rule);
     up to d = 3 every new start is local. A widened one takes ``sqrt(min(64, 4**j))`` times
     the first run's pairs, a local one the first run's."""
-    from zovh_opt._driver import new_starts as _new_starts
+    from zovh_opt._driver import new_starts
     from zovh_opt._methods import AskTellMethod
 
     factors, phases, pairs = [], [], []
-    widen, optimizer = AskTellMethod.widen, _new_starts.Optimizer
+    widen, optimizer = AskTellMethod.widen, new_starts.Optimizer
 
     def spy(self, factor, reach=math.inf):
         factors.append(factor)
@@ -120,12 +120,12 @@ def test_above_d_3_new_starts_alternate_by_the_evaluations_each_regime_spent(mon
         return optimizer(*args, options=options, **kwargs)
 
     monkeypatch.setattr(AskTellMethod, "widen", spy)
-    monkeypatch.setattr(_new_starts, "Optimizer", built)
+    monkeypatch.setattr(new_starts, "Optimizer", built)
     res = zovh_opt.minimize(
         rastrigin, np.full(dim, 2.0), rng=0, options={"maxfev": 10_000 * dim, "new_starts": 8}
     )
     assert len(res.runs) == 9 and phases[0] == "auto"
-    if dim <= _new_starts.LOCAL_DIMENSIONS:
+    if dim <= new_starts.LOCAL_DIMENSIONS:
         assert factors == [] and phases == ["auto"] * 9
         return
     spent = {"local": 0, "widened": 0}
@@ -138,7 +138,7 @@ def test_above_d_3_new_starts_alternate_by_the_evaluations_each_regime_spent(mon
     assert phases[1:] == [False if r == "widened" else "auto" for r in expected]
     assert factors == [min(64.0, 4.0**j) for j in range(1, widened + 1)]
     assert 1 <= widened < 8 and expected[0] == "widened"  # both regimes ran
-    first = zovh_opt.Optimizer(np.full(dim, 2.0))._step.n_directions
+    first = zovh_opt.Optimizer(np.full(dim, 2.0))._parts.method.n_directions
     grown = iter([2, 4, 8, 8, 8, 8, 8])  # sqrt(min(64, 4**j))
     assert pairs[1:] == [next(grown) * first if r == "widened" else "auto" for r in expected]
 
@@ -151,10 +151,10 @@ def test_at_d_2_some_new_starts_hop_from_the_best_answer(monkeypatch, dim):
     the distance from it to the nearest other answer, after a perturbed run that found a
     lower answer the distance it moved, after one that did not half the last (monotonic basin
     hopping); at d = 3 no new start is perturbed."""
-    from zovh_opt._driver import new_starts as _new_starts
+    from zovh_opt._driver import new_starts
 
     starts, runs = [], []
-    start, combined = _new_starts._start, _new_starts._combined
+    start, combined = new_starts._start, new_starts._combined
 
     def spy_start(x0, bounds, k, draws, near=None):
         point = start(x0, bounds, k, draws, near)
@@ -165,8 +165,8 @@ def test_at_d_2_some_new_starts_hop_from_the_best_answer(monkeypatch, dim):
         runs.extend(results)
         return combined(results)
 
-    monkeypatch.setattr(_new_starts, "_start", spy_start)
-    monkeypatch.setattr(_new_starts, "_combined", spy_combined)
+    monkeypatch.setattr(new_starts, "_start", spy_start)
+    monkeypatch.setattr(new_starts, "_combined", spy_combined)
     x0 = np.linspace(3.3, -2.7, dim)
     res = zovh_opt.minimize(rastrigin, x0, rng=0, options={"maxfev": 3000 * dim, "new_starts": 30})
     assert len(runs) == len(starts) + 1 == len(res.runs) >= 8
@@ -208,7 +208,7 @@ def noisy_at_x0(widening=None, reach=math.inf):
     noise = np.random.default_rng(0)
     optimizer = zovh_opt.Optimizer(np.full(6, 0.5), rng=0)
     if widening is not None:
-        optimizer._step.widen(widening, reach)
+        optimizer._parts.method.widen(widening, reach)
     points = np.asarray(optimizer.ask())
     while np.all(points == points[0]):  # the measurements at x0
         optimizer.tell([rastrigin(x) + noise.normal() for x in points])
@@ -220,10 +220,10 @@ def test_a_widened_start_keeps_its_radius_when_noise_rebuilds_it():
     """Noise found at x0 builds the method again with more pairs; the widening stays, and
     decays from the rebuilt run's first step."""
     optimizer = noisy_at_x0(16.0)
-    assert optimizer._step.n_directions > 5  # rebuilt for the noise
-    control = optimizer._step.control
+    assert optimizer._parts.method.n_directions > 5  # rebuilt for the noise
+    control = optimizer._parts.method.control
     assert control.spread == 16.0 and control.widened_at == control.step_length
-    within = noisy_at_x0(16.0, reach=2.0)._step.control  # its reach goes with it
+    within = noisy_at_x0(16.0, reach=2.0)._parts.method.control  # its reach goes with it
     assert within.widening_reach == 2.0
     assert within.current_spread() == pytest.approx(2.0 / within.step_length)
 
@@ -232,8 +232,8 @@ def test_a_run_not_widened_stays_so_when_noise_rebuilds_it():
     """A first run rebuilt for noise keeps the plain spread at any step length (a widening of
     1 would grow it with steps longer than the first)."""
     optimizer = noisy_at_x0()
-    control = optimizer._step.control
-    assert optimizer._step.n_directions > 5 and not control.widened
+    control = optimizer._parts.method.control
+    assert optimizer._parts.method.n_directions > 5 and not control.widened
     control.step_length *= 1e3
     assert control.current_spread() == SPREAD
 
@@ -245,7 +245,7 @@ def test_a_widened_run_saved_and_loaded_goes_on_as_it_would_have(tmp_path, reach
 
     def widened():
         optimizer = zovh_opt.Optimizer(np.full(5, 0.7), options={"quasi_newton": False}, rng=3)
-        optimizer._step.widen(4.0, reach)
+        optimizer._parts.method.widen(4.0, reach)
         return optimizer
 
     def iterate(optimizer, n):
@@ -258,7 +258,7 @@ def test_a_widened_run_saved_and_loaded_goes_on_as_it_would_have(tmp_path, reach
     first.save(tmp_path / "widened.pkl")
     loaded = zovh_opt.Optimizer.load(tmp_path / "widened.pkl")
     iterate(loaded, 60)
-    control = loaded._step.control
+    control = loaded._parts.method.control
     assert control.widened and control.widening_reach == reach
     assert 1.0 <= control.current_spread() < 4.0  # it has decayed, or was cut to its reach
     np.testing.assert_array_equal(np.asarray(loaded.ask()), np.asarray(whole.ask()))
@@ -269,25 +269,25 @@ def test_a_widened_start_in_a_box_converges():
     (`zovh_opt._driver.bounds`), and ``f`` smoothed at that scale is flat: a widened new start whose
     queries reached that far read noise as slope and wandered (a sphere in ``[-5, 5]^5``,
     widened 16 times: f from 0.5 to 3 after 5 000 evaluations). Its queries keep within a
-    tenth of the narrowest width per coordinate (`_new_starts.BOX_REACH`), and it converges."""
-    from zovh_opt._driver import new_starts as _new_starts
+    tenth of the narrowest width per coordinate (`new_starts.BOX_REACH`), and it converges."""
+    from zovh_opt._driver import new_starts
 
     def sphere(x):
         return float(np.sum((np.asarray(x) - 1.0) ** 2))
 
     x0, box = np.zeros(5), [(-5.0, 5.0)] * 4 + [(-50.0, 50.0)]
-    pairs = zovh_opt.Optimizer(x0)._step.n_directions
+    pairs = zovh_opt.Optimizer(x0)._parts.method.n_directions
     options = {"maxfev": 5000, "quasi_newton": False}
     for seed in range(3):
         draws = np.random.default_rng(seed)
-        optimizer = _new_starts.new_start(x0, "zovh", 1, draws, box, options, None, 16.0, pairs)
+        optimizer = new_starts.new_start(x0, "zovh", 1, draws, box, options, None, 16.0, pairs)
         # the bounds' widths are the run's units (`x_scale`'s default): each is 1 there
-        reach = optimizer._step.control.widening_reach
-        assert reach == pytest.approx(_new_starts.BOX_REACH * math.sqrt(5))
+        reach = optimizer._parts.method.control.widening_reach
+        assert reach == pytest.approx(new_starts.BOX_REACH * math.sqrt(5))
         res = optimizer.run(sphere)
         assert res.status == 0 and res.fun < 1e-10 and res.nfev < 2000
-    unbounded = _new_starts.new_start(x0, "zovh", 1, draws, None, options, None, 16.0, pairs)
-    assert unbounded._step.control.widening_reach == math.inf
+    unbounded = new_starts.new_start(x0, "zovh", 1, draws, None, options, None, 16.0, pairs)
+    assert unbounded._parts.method.control.widening_reach == math.inf
 
 
 def test_a_noisy_objective_starts_again_only_with_a_tolerance_given():
@@ -312,17 +312,20 @@ def test_a_widened_start_takes_more_pairs_where_it_widens():
     (``round(pairs * sqrt(widening))``), without a widening the pairs as given; the loop
     passes pairs only where the widening acts (the step rule with ``smoothing="auto"``,
     not a fixed rate)."""
-    from zovh_opt._driver import new_starts as _new_starts
+    from zovh_opt._driver import new_starts
 
     x0, draws = np.full(4, 2.0), np.random.default_rng(0)
-    assert zovh_opt.Optimizer(x0, rng=0)._step.widens
-    assert not zovh_opt.Optimizer(x0, options={"learning_rate": 1e-3}, rng=0)._step.widens
-    assert not zovh_opt.Optimizer(x0, options={"smoothing": 1e-3}, rng=0)._step.widens
-    optimizer = _new_starts.new_start(x0, "zovh", 1, draws, None, {}, None, 16.0, 3)
-    assert optimizer._step.n_directions == 12 and optimizer._step.control.spread == 16.0
-    optimizer = _new_starts.new_start(x0, "zovh", 2, draws, None, {"n_directions": 3}, None)
-    assert optimizer._step.n_directions == 3
-    assert [_new_starts.widened_pairs(5, _new_starts.widening_of(j)) for j in (1, 2, 3, 4)] == [
+    assert zovh_opt.Optimizer(x0, rng=0)._parts.method.widens
+    assert not zovh_opt.Optimizer(x0, options={"learning_rate": 1e-3}, rng=0)._parts.method.widens
+    assert not zovh_opt.Optimizer(x0, options={"smoothing": 1e-3}, rng=0)._parts.method.widens
+    optimizer = new_starts.new_start(x0, "zovh", 1, draws, None, {}, None, 16.0, 3)
+    assert (
+        optimizer._parts.method.n_directions == 12
+        and optimizer._parts.method.control.spread == 16.0
+    )
+    optimizer = new_starts.new_start(x0, "zovh", 2, draws, None, {"n_directions": 3}, None)
+    assert optimizer._parts.method.n_directions == 3
+    assert [new_starts.widened_pairs(5, new_starts.widening_of(j)) for j in (1, 2, 3, 4)] == [
         10, 20, 40, 40,
     ]  # fmt: skip
 
@@ -342,17 +345,17 @@ def test_a_start_where_f_is_undefined_is_followed_by_new_ones():
 
 
 def test_a_new_start_the_budget_cannot_pay_is_none_and_other_errors_propagate():
-    from zovh_opt._driver import new_starts as _new_starts
+    from zovh_opt._driver import new_starts
 
     x0 = np.full(3, 2.0)
     draws, again = np.random.default_rng(4), np.random.default_rng(4)
-    assert _new_starts.new_start(x0, "zovh", 1, draws, None, {"maxfev": 1}, None) is None
-    _new_starts._start(x0, None, 1, again)
+    assert new_starts.new_start(x0, "zovh", 1, draws, None, {"maxfev": 1}, None) is None
+    new_starts._start(x0, None, 1, again)
     again.integers(2**63)  # the point and the seed were drawn all the same
     assert draws.integers(2**63) == again.integers(2**63)
-    optimizer = _new_starts.new_start(x0, "zovh", 2, draws, None, {"maxfev": 300}, None, 16.0)
+    optimizer = new_starts.new_start(x0, "zovh", 2, draws, None, {"maxfev": 300}, None, 16.0)
     assert optimizer is not None and optimizer.options["maxfev"] == 300
     plain = zovh_opt.Optimizer(x0, options={"maxfev": 300}, rng=0)
-    assert optimizer._step.control.spread == 16.0 * plain._step.control.spread
+    assert optimizer._parts.method.control.spread == 16.0 * plain._parts.method.control.spread
     with pytest.raises(ValueError, match="maxiter"):
-        _new_starts.new_start(x0, "zovh", 3, draws, None, {"maxiter": -1}, None)
+        new_starts.new_start(x0, "zovh", 3, draws, None, {"maxiter": -1}, None)

@@ -153,7 +153,7 @@ def test_a_checkpoint_between_the_comparison_and_the_last_measurement(tmp_path):
     opt = zovh_opt.Optimizer(np.ones(D), rng=2, options=options)
     for _ in range(1 + 20 + 1):  # 4 values at x0, 20 iterations, 4 at the final iterate
         opt.tell([fun(p) for p in opt.ask()])
-    assert opt._returned.compared is not None and not opt.done
+    assert opt._parts.returned.compared is not None and not opt.done
     opt.save(tmp_path / "run.npz")
     loaded = zovh_opt.Optimizer.load(tmp_path / "run.npz")
     results = []
@@ -224,9 +224,9 @@ def test_a_checkpoint_in_a_close_comparison_with_x0(tmp_path):
     the run continues as it would have, to the same point, value and evaluations."""
     noise = np.random.default_rng(9)
     opt = zovh_opt.Optimizer(np.ones(5), rng=3, options={"maxfev": 2000, "noisy": True})
-    while not opt._returned.confirming:
+    while not opt._parts.returned.confirming:
         opt.tell([1.0 + noise.standard_normal() for _ in opt.ask()])
-    assert opt._returned.compared is not None and not opt.done
+    assert opt._parts.returned.compared is not None and not opt.done
     opt.save(tmp_path / "run.npz")
     loaded = zovh_opt.Optimizer.load(tmp_path / "run.npz")
     results = []
@@ -234,7 +234,7 @@ def test_a_checkpoint_in_a_close_comparison_with_x0(tmp_path):
         rest = np.random.default_rng(10)
         rounds = 0
         while not o.done:
-            rounds += o._returned.confirming
+            rounds += o._parts.returned.confirming
             o.tell([1.0 + rest.standard_normal() for _ in o.ask()])
         results.append((o.result(), rounds))
     (first, rounds), (second, again) = results

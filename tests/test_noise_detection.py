@@ -17,7 +17,7 @@ import zovh_opt
 from zovh_opt._methods.curvature_model import FIRST_STEP_RANGE
 from zovh_opt._methods.step_size import NOISE_CHECKED, StepSizeControl
 from zovh_opt._methods.zovh import NOISY_PAIRS, default_pairs, noisy_pairs
-from zovh_opt._noise import robust as _robust
+from zovh_opt._noise import robust
 from zovh_opt._noise.monitor import NoiseMonitor, measurements
 
 # the method's own measurements and iterations; the quasi-Newton phase's recheck of its
@@ -116,26 +116,28 @@ def test_noise_known_before_the_first_iteration_gives_the_model_more_pairs():
         capped = noisy_pairs(small, 1000 * small)
         assert capped < NOISY_PAIRS * default_pairs(small)
         told = zovh_opt.Optimizer(np.ones(small), rng=0, options={"noisy": True})
-        assert told._step.n_directions == capped
+        assert told._parts.method.n_directions == capped
     noise = np.random.default_rng(0)
     noisy = lambda x: float(x @ x) + 0.1 * noise.standard_normal()  # noqa: E731
     told = zovh_opt.Optimizer(np.ones(d), rng=0, options={"noisy": True, "maxfev": maxfev})
-    assert told._step.n_directions == 24 and told._method_options["n_directions"] == 24
+    assert (
+        told._parts.method.n_directions == 24 and told._parts.method_options["n_directions"] == 24
+    )
     found = zovh_opt.Optimizer(np.ones(d), rng=0, options={"maxfev": maxfev})
-    assert found._step.n_directions == plain
-    while found._phase == "measure":
+    assert found._parts.method.n_directions == plain
+    while found.stage == "measure":
         found.tell([noisy(p) for p in found.ask()])
-    assert found.nit == 0 and found._step.n_directions == 24 and len(found.ask()) == 48
-    assert found._step.robust  # the rebuilt method acted on the noise
+    assert found.nit == 0 and found._parts.method.n_directions == 24 and len(found.ask()) == 48
+    assert found._parts.method.robust  # the rebuilt method acted on the noise
     for options in ({"n_directions": 5}, {"curvature": "off"}):
         opt = zovh_opt.Optimizer(np.ones(d), rng=0, options={"maxfev": maxfev, **options})
-        while opt._phase == "measure":
+        while opt.stage == "measure":
             opt.tell([noisy(p) for p in opt.ask()])
-        assert opt._step.n_directions == (5 if options.get("n_directions") else 3)
+        assert opt._parts.method.n_directions == (5 if options.get("n_directions") else 3)
     deterministic = zovh_opt.Optimizer(np.ones(d), rng=0, options={"maxfev": maxfev})
-    while deterministic._phase == "measure":
+    while deterministic.stage == "measure":
         deterministic.tell([float(p @ p) for p in deterministic.ask()])
-    assert deterministic._step.n_directions == plain
+    assert deterministic._parts.method.n_directions == plain
 
 
 def test_noise_found_after_the_first_iteration_keeps_the_pairs():
@@ -147,10 +149,10 @@ def test_noise_found_after_the_first_iteration_keeps_the_pairs():
         return float(x @ x) + (noise.standard_cauchy() if outlier else 0.0)
 
     opt = zovh_opt.Optimizer(np.ones(10), rng=0, options={"maxfev": 3000, **METHOD})
-    P = opt._step.n_directions
+    P = opt._parts.method.n_directions
     while not opt.done:
         opt.tell([f(p) for p in opt.ask()])
-    assert "Noise detected" in opt.result().message and opt._step.n_directions == P
+    assert "Noise detected" in opt.result().message and opt._parts.method.n_directions == P
 
 
 def test_noisy_false_and_a_fixed_rate_never_measure():
@@ -201,7 +203,7 @@ def test_a_checkpoint_during_a_measurement_goes_on_as_the_run(pending, tmp_path)
     f = stream(noisy=pending == "x0")
     opt = zovh_opt.Optimizer(np.ones(8), rng=0, options={"maxfev": 800, **METHOD})
     target = 0 if pending == "x0" else 4
-    while not (opt.nit == target and opt._phase == "measure"):
+    while not (opt.nit == target and opt.stage == "measure"):
         opt.tell([f(p) for p in opt.ask()])
     opt.ask()
     opt.save(tmp_path / "run.npz")
@@ -258,12 +260,12 @@ def test_the_noise_floor_stays_within_8_steps():
 def test_robust_statistics():
     rng = np.random.default_rng(0)
     normal = rng.standard_normal(100_000)
-    assert abs(_robust.scale(normal) - 1.0) < 0.02
-    clipped = _robust.clipped(normal)
+    assert abs(robust.scale(normal) - 1.0) < 0.02
+    clipped = robust.clipped(normal)
     assert np.mean(clipped != normal) < 0.004 and np.max(np.abs(clipped)) < 3.1
     spiked = np.array([0.1, -0.2, 0.05, 1e9, -0.1, 0.15])
-    assert _robust.clipped(spiked).max() < 2.0
-    assert np.array_equal(_robust.clipped(np.ones(5)), np.ones(5))  # no spread: as they are
+    assert robust.clipped(spiked).max() < 2.0
+    assert np.array_equal(robust.clipped(np.ones(5)), np.ones(5))  # no spread: as they are
 
 
 def test_outlier_pairs_are_found_by_their_residuals():
@@ -272,10 +274,10 @@ def test_outlier_pairs_are_found_by_their_residuals():
     is itself noisy, so not never)."""
     rng = np.random.default_rng(1)
     batches = rng.standard_normal((20_000, 24))
-    assert sum(int(_robust.outliers(b).sum()) for b in batches) < 0.0001 * batches.size
+    assert sum(int(robust.outliers(b).sum()) for b in batches) < 0.0001 * batches.size
     hit = np.array([0.1, -0.2, 0.05, 40.0, -0.1, 0.15, -30.0, 0.02])
-    assert _robust.outliers(hit).tolist() == [False] * 3 + [True] + [False] * 2 + [True, False]
-    assert not _robust.outliers(np.ones(5)).any()  # no spread: no outlier
+    assert robust.outliers(hit).tolist() == [False] * 3 + [True] + [False] * 2 + [True, False]
+    assert not robust.outliers(np.ones(5)).any()  # no spread: no outlier
 
 
 def test_outliers_are_found_while_more_than_half_the_pairs_are_hit():
@@ -288,21 +290,21 @@ def test_outliers_are_found_while_more_than_half_the_pairs_are_hit():
         clean = 1e-4 * rng.standard_normal(24 - hits)
         outlying = rng.choice([-1.0, 1.0], hits) * rng.uniform(0.1, 0.3, hits)
         residuals = np.concatenate([clean, outlying])
-        assert _robust.outliers(residuals).tolist() == [False] * (24 - hits) + [True] * hits
+        assert robust.outliers(residuals).tolist() == [False] * (24 - hits) + [True] * hits
         deviations = np.abs(residuals - np.median(residuals))
-        assert not (deviations > _robust.OUTLIER * _robust.scale(residuals)).any()
+        assert not (deviations > robust.OUTLIER * robust.scale(residuals)).any()
     # a normal batch of 12 whose four closest pairs lie within 0.03 of the MAD's scale (as one
     # of a Monte-Carlo newsvendor's batches did): the quartile's scale would flag 8 of them
     close = np.array([0.008, -0.008, 0.027, -0.031, 0.311, -0.668, 0.681, -1.158, 1.165, -1.268,
                       1.311, -1.321])  # fmt: skip
-    assert _robust.quartile_scale(close) == _robust.scale(close)
-    assert not _robust.outliers(close).any()
+    assert robust.quartile_scale(close) == robust.scale(close)
+    assert not robust.outliers(close).any()
     wider = np.concatenate([close, -close[4:12], [0.5, -0.5, 0.9, -0.9]])  # 24 pairs
-    assert _robust.quartile_scale(wider) == _robust.scale(wider)
+    assert robust.quartile_scale(wider) == robust.scale(wider)
     # a quarter of the pairs on the median itself (a flat f): the MAD's scale, as before
     flat = np.concatenate([np.zeros(8), np.linspace(-1.0, 1.0, 15), [50.0]])
-    assert _robust.quartile_scale(flat) == _robust.scale(flat) > 0
-    assert _robust.outliers(flat).tolist() == [False] * 23 + [True]
+    assert robust.quartile_scale(flat) == robust.scale(flat) > 0
+    assert robust.outliers(flat).tolist() == [False] * 23 + [True]
 
 
 def cauchy_sphere_gaps(seeds):
@@ -328,5 +330,5 @@ def test_pairs_an_outlier_hit_leave_the_batch(monkeypatch):
     median goes below 1e-10 (seeds 0-4 on the development machine: 9e-13 to 3e-4 with the
     rule, 6e-5 to 1e-2 without)."""
     assert cauchy_sphere_gaps(range(5)) < 1e-6
-    monkeypatch.setattr(_robust, "OUTLIER", math.inf)
+    monkeypatch.setattr(robust, "OUTLIER", math.inf)
     assert cauchy_sphere_gaps(range(5)) > 1e-5

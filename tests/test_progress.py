@@ -109,12 +109,14 @@ def test_disp_rows_count_again_when_the_quasi_newton_phase_hands_over(capsys):
     f = lambda x: float(x @ H @ x)  # noqa: E731
     options = {"maxfev": 20_000, "noisy": False}
     opt = zovh_opt.Optimizer(np.ones(D), rng=0, options=options)
-    while opt._quasi_newton is None or not opt._quasi_newton.done:
+    while opt._parts.quasi_newton is None or not opt._parts.quasi_newton.done:
         opt.tell([f(p) for p in opt.ask()])
-    nit, told, per = opt.nit, opt._told, opt._step.points_per_iteration
-    every = (nit + (20_000 - told - opt._returned.reserve) // per) // 20
+    nit, told, per = opt.nit, opt._parts.told, opt._parts.method.points_per_iteration
+    every = (nit + (20_000 - told - opt._parts.returned.reserve) // per) // 20
     res = zovh_opt.minimize(f, np.ones(D), rng=0, options={**options, "disp": True})
-    assert res.quasi_newton["nit"] == opt._quasi_newton.steps and every < (20_000 // per) // 20
+    assert (
+        res.quasi_newton["nit"] == opt._parts.quasi_newton.steps and every < (20_000 // per) // 20
+    )
     rows = [ln.split() for ln in capsys.readouterr().out.splitlines() if ln[:8].strip().isdigit()]
     after = [int(r[0]) for r in rows if int(r[0]) > nit]
     assert after[:3] == [every * k for k in range(after[0] // every, after[0] // every + 3)]

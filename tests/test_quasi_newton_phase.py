@@ -13,8 +13,7 @@ import pytest
 import scipy.optimize
 
 import zovh_opt
-from zovh_opt._driver import lbfgs as _lbfgs
-from zovh_opt._driver import quasi_newton as _gradient_phase
+from zovh_opt._driver import lbfgs, quasi_newton
 from zovh_opt._driver.lbfgs import initial_matrix
 from zovh_opt._driver.phase_checkpoint import phase_from_state, phase_state
 from zovh_opt._driver.quasi_newton import (
@@ -178,7 +177,7 @@ def test_the_diagonal_solves_a_separable_ellipsoid_the_scalar_leaves(monkeypatch
     phase = run_phase(f, x0, 40)
     assert phase.ended == "no decrease" and phase.steps <= 20
     assert f(np.asarray(phase.x)) <= 1e-15 * f(x0)
-    monkeypatch.setattr(_lbfgs, "DIAGONAL", 0.0)
+    monkeypatch.setattr(lbfgs, "DIAGONAL", 0.0)
     scalar = run_phase(f, x0, 40)
     assert scalar.steps == 40 and f(np.asarray(scalar.x)) > 1e-5 * f(x0)
 
@@ -189,7 +188,7 @@ def test_a_rotated_quadratic_keeps_the_scalar_initial_matrix(monkeypatch):
     f, *_ = rotated_quadratic(50, 1e4)
     x0 = np.ones(50)
     phase = run_phase(f, x0, MAX_STEPS)
-    monkeypatch.setattr(_lbfgs, "DIAGONAL", 0.0)
+    monkeypatch.setattr(lbfgs, "DIAGONAL", 0.0)
     scalar = run_phase(f, x0, MAX_STEPS)
     assert phase.steps == scalar.steps and np.array_equal(phase.x, scalar.x)
 
@@ -240,7 +239,7 @@ def test_short_steps_in_a_row_end_the_phase():
     for length in (0.5 * h, 0.99 * h, h, 0.5 * h, 0.5 * h, 0.5 * h):
         phase._short_steps(length)
         ends.append((phase.short, phase.ended))
-    assert _gradient_phase.SHORT_STEPS == 3
+    assert quasi_newton.SHORT_STEPS == 3
     assert ends == [(1, None), (2, None), (0, None), (1, None), (2, None), (3, "short steps")]
     assert phase.converged
 
@@ -272,7 +271,7 @@ def test_after_skipped_pairs_the_phase_drops_them_and_doubles_its_steps(monkeypa
     drops it, and without pairs each next step is twice the last, up to the first step's
     0.1 l. (The line search's own lengthening, `MAX_EXPANSIONS`, is off here: the next test
     is its.)"""
-    monkeypatch.setattr(_gradient_phase, "MAX_EXPANSIONS", 0)
+    monkeypatch.setattr(quasi_newton, "MAX_EXPANSIONS", 0)
     length = 1.0
     x0 = np.array([1.0, -0.5, 0.25])
 
@@ -289,9 +288,9 @@ def test_after_skipped_pairs_the_phase_drops_them_and_doubles_its_steps(monkeypa
             lengths.append(float(np.linalg.norm(np.asarray(phase.x) - x)))
             x = np.asarray(phase.x)
     assert phase.ended is None and not phase.pairs
-    stale = lengths[: _gradient_phase.SKIPPED_PAIRS]  # 1e-6 |g| in the phase's unit of f
+    stale = lengths[: quasi_newton.SKIPPED_PAIRS]  # 1e-6 |g| in the phase's unit of f
     assert stale[0] < 1e-5 and stale == pytest.approx([stale[0]] * len(stale), rel=1e-4)
-    grown = np.array(lengths[_gradient_phase.SKIPPED_PAIRS - 1 :])
+    grown = np.array(lengths[quasi_newton.SKIPPED_PAIRS - 1 :])
     capped = np.minimum(2.0 ** np.arange(grown.size) * grown[0], 0.1 * length)
     np.testing.assert_allclose(grown, capped, rtol=1e-9)
     assert grown[-1] == pytest.approx(0.1 * length, rel=1e-12)
@@ -355,7 +354,7 @@ def test_a_skipped_step_that_fell_less_than_linearly_breaks_the_count():
         phase._direction()
         counts.append(phase.skipped)
         kept.append(len(phase.pairs))
-    assert _gradient_phase.SKIPPED_PAIRS == 3
+    assert quasi_newton.SKIPPED_PAIRS == 3
     assert counts == [1, 0, 1, 2, 3] and kept == [1, 1, 1, 1, 0]
     # without pairs the trial is twice the last step's length
     assert phase.alpha * phase.p_norm == pytest.approx(2e-3, rel=1e-12)
@@ -386,10 +385,10 @@ def test_a_phase_on_the_box_maps_fold_leaves_it_after_skipped_pairs(monkeypatch)
 
     res = run()
     assert res.success and res.fun - f_opt < 1e-6 and res.nfev < 1000
-    monkeypatch.setattr(_gradient_phase, "SKIPPED_PAIRS", 10**9)
+    monkeypatch.setattr(quasi_newton, "SKIPPED_PAIRS", 10**9)
     expanded = run()
     assert expanded.success and expanded.fun - f_opt < 1e-6 and expanded.nfev < 1000
-    monkeypatch.setattr(_gradient_phase, "MAX_EXPANSIONS", 0)
+    monkeypatch.setattr(quasi_newton, "MAX_EXPANSIONS", 0)
     crawled = run()
     assert crawled.status == 1 and crawled.quasi_newton["nfev"] > 1900
     assert crawled.fun - f_opt > 10
@@ -410,7 +409,7 @@ def test_a_phase_cut_by_its_step_limit_resumes_where_the_method_found_nothing_lo
     assert phase["resumes"] == 1 and phase["nit"] > MAX_STEPS
     assert phase["ended"] in ("no decrease", "line search", "short steps") and res.fun < 1e-6
     assert capsys.readouterr().out.count("quasi-Newton phase resumed at nit") == 1
-    assert opt._quasi_newton.converged and not opt._quasi_newton.stalled
+    assert opt._parts.quasi_newton.converged and not opt._parts.quasi_newton.stalled
 
 
 def test_a_method_that_found_a_lower_value_keeps_the_run_after_the_step_limit():
@@ -436,7 +435,7 @@ def test_a_checkpoint_around_the_race_continues_bit_for_bit(where, tmp_path):
     while not whole.done:
         whole.tell([f(p) for p in whole.ask()])
         asks += 1
-        phase = whole._quasi_newton
+        phase = whole._parts.quasi_newton
         if phase.handover_lowest is not None and "method" not in at:
             at["method"] = asks + 20
         if phase.resumes and not phase.done and "resumed" not in at:
@@ -505,13 +504,13 @@ def run_with_rebuilds(opt, f):
     run's lowest point then."""
     asks, rebuilds = 0, []
     while not opt.done:
-        method, phase = opt._step, opt._quasi_newton
+        method, phase = opt._parts.method, opt._parts.quasi_newton
         handed_over = phase is not None and phase.done
         opt.tell([f(p) for p in opt.ask()])
         asks += 1
-        if handed_over and opt._step is not method:
-            scale = opt._step.scale / phase.length
-            rebuilds.append((asks, scale, opt._step.x, opt._returned.best[1]))
+        if handed_over and opt._parts.method is not method:
+            scale = opt._parts.method.scale / phase.length
+            rebuilds.append((asks, scale, opt._parts.method.x, opt._parts.returned.best[1]))
     return asks, rebuilds
 
 
@@ -570,7 +569,7 @@ def test_a_checkpoint_in_a_hopped_phase_continues_bit_for_bit(tmp_path):
     while not whole.done:
         whole.tell([ripples(p) for p in whole.ask()])
         asks += 1
-        if whole._quasi_newton.hops and not whole._quasi_newton.done and not within:
+        if whole._parts.quasi_newton.hops and not whole._parts.quasi_newton.done and not within:
             within = asks + 2  # in the hopped phase's gradients and line search
     b = resumed(zovh_opt.Optimizer(x0, rng=0), ripples, within, tmp_path)
     a = whole.result()
@@ -611,11 +610,11 @@ def test_the_method_after_noise_found_in_the_phase_takes_the_runs_length_scale()
         )
 
     opt = zovh_opt.Optimizer(np.zeros(d), rng=0, options={"maxfev": 2000})
-    while opt._quasi_newton is None or not opt._quasi_newton.done:
+    while opt._parts.quasi_newton is None or not opt._parts.quasi_newton.done:
         opt.tell([f(p) for p in opt.ask()])
-    assert opt._quasi_newton.ended == "noise" and opt._quasi_newton.steps >= 1
-    assert 0 < float(np.linalg.norm(np.asarray(opt._quasi_newton.x))) < 1
-    assert opt._step.scale == pytest.approx(math.sqrt(d))
+    assert opt._parts.quasi_newton.ended == "noise" and opt._parts.quasi_newton.steps >= 1
+    assert 0 < float(np.linalg.norm(np.asarray(opt._parts.quasi_newton.x))) < 1
+    assert opt._parts.method.scale == pytest.approx(math.sqrt(d))
 
 
 def rugged(amplitude: float):
@@ -640,12 +639,12 @@ def test_a_phase_stalled_by_ruggedness_hands_the_method_the_runs_length_scale(am
     with a = 0.5 seed 1 52.5 above, as converged; f(x0) is 55 above; now 0.01 to 0.46)."""
     f, target = rugged(amplitude)
     opt = zovh_opt.Optimizer(np.zeros(6), rng=0)
-    while opt._quasi_newton is None or not opt._quasi_newton.done:
+    while opt._parts.quasi_newton is None or not opt._parts.quasi_newton.done:
         opt.tell([f(p) for p in opt.ask()])
-    phase = opt._quasi_newton
+    phase = opt._parts.quasi_newton
     assert phase.converged and phase.stalled
     assert float(np.linalg.norm(np.asarray(phase.x))) < 1e-3
-    assert opt._step.scale == pytest.approx(math.sqrt(6))
+    assert opt._parts.method.scale == pytest.approx(math.sqrt(6))
     res = opt.run(f)
     for seed in (1, 2):
         other = zovh_opt.minimize(f, np.zeros(6), rng=seed)
@@ -664,11 +663,11 @@ def test_a_smooth_phase_that_converged_is_not_stalled():
     d = 10
     f, *_ = rotated_quadratic(d, 100.0, seed=1)
     opt = zovh_opt.Optimizer(np.zeros(d), rng=0)
-    while opt._quasi_newton is None or not opt._quasi_newton.done:
+    while opt._parts.quasi_newton is None or not opt._parts.quasi_newton.done:
         opt.tell([f(p) for p in opt.ask()])
-    phase = opt._quasi_newton
+    phase = opt._parts.quasi_newton
     assert phase.converged and not phase.stalled and phase.longest > 0.1
-    assert opt._step.scale == pytest.approx(float(np.linalg.norm(np.asarray(phase.x))))
+    assert opt._parts.method.scale == pytest.approx(float(np.linalg.norm(np.asarray(phase.x))))
 
 
 def test_noisy_false_with_noise_at_the_origin_moves_the_run():
@@ -924,15 +923,15 @@ def test_a_run_with_sporadic_failures_keeps_the_phase_and_resumes_mid_retry(tmp_
     backward = []
     while not whole.done:
         points = whole.ask()
-        retrying = whole._quasi_newton is not None and whole._quasi_newton._retrying
-        backward.append(retrying and whole._pending == "gradient")
+        retrying = whole._parts.quasi_newton is not None and whole._parts.quasi_newton._retrying
+        backward.append(retrying and whole.stage == "gradient")
         whole.tell([g(p) for p in points])
     res = whole.result()
     assert sum(backward) >= 5 and res.quasi_newton["nit"] >= 10
     assert res.fun - f_opt <= 1e-4 * (f(x0) - f_opt)  # (the method alone: 1e-2)
     opt = zovh_opt.Optimizer(x0, rng=7, options=options)
     mine = resumed(opt, g, backward.index(True), tmp_path)
-    assert opt._quasi_newton._retrying  # it was saved at the backward ask
+    assert opt._parts.quasi_newton._retrying  # it was saved at the backward ask
     assert np.array_equal(mine.x, res.x) and mine.nfev == res.nfev
     assert mine.quasi_newton == res.quasi_newton
 

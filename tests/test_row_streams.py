@@ -9,7 +9,7 @@ import pytest
 
 import zovh_opt
 from zovh_opt import ZoVH
-from zovh_opt._arrays import threads as _threads
+from zovh_opt._arrays import threads
 from zovh_opt._arrays.backend import STREAM_COLUMNS, ArraySpace, DirectionSource, RowStreams
 from zovh_opt._methods.zovh_preconditioned import default_pairs
 from zovh_opt.problems import rosenbrock
@@ -85,7 +85,7 @@ def test_without_held_directions_the_peak_is_a_small_multiple_of_d():
         peak = tracemalloc.get_traced_memory()[1] / x0.nbytes
     finally:
         tracemalloc.stop()
-    copies = 2 if _threads.threads() > 1 else 1
+    copies = 2 if threads.threads() > 1 else 1
     bound = 15 + copies + copies * 4 * default_pairs(d) * 2**14 / d
     assert res.nfev == 5 * 2 * default_pairs(d) + 4 and peak <= bound, (peak, bound)
 
@@ -100,7 +100,7 @@ def test_threads_do_not_change_the_run(monkeypatch, dtype):
     f = lambda x: float(x @ x + 0.1 * np.sum(x[1:] * x[:-1]))  # noqa: E731
     runs = []
     for n in (1, 4):
-        monkeypatch.setattr(_threads, "_threads", n)
+        monkeypatch.setattr(threads, "_threads", n)
         runs.append(zovh_opt.minimize(f, x0, rng=2, options={"maxiter": 8, "directions": "seeds"}))
     one, four = runs
     assert one.nfev == four.nfev and np.array_equal(one.x, four.x) and one.fun == four.fun
@@ -108,7 +108,7 @@ def test_threads_do_not_change_the_run(monkeypatch, dtype):
 
 
 def test_a_task_error_reaches_the_caller_after_every_task_ended(monkeypatch):
-    monkeypatch.setattr(_threads, "_threads", 3)
+    monkeypatch.setattr(threads, "_threads", 3)
     ended = []
 
     def task(i):
@@ -117,7 +117,7 @@ def test_a_task_error_reaches_the_caller_after_every_task_ended(monkeypatch):
             raise ValueError("task 2")
 
     with pytest.raises(ValueError, match="task 2"):
-        _threads.run([lambda i=i: task(i) for i in range(5)])
+        threads.run([lambda i=i: task(i) for i in range(5)])
     assert sorted(ended) == list(range(5))
 
 
@@ -138,7 +138,7 @@ def test_the_transport_formed_a_step_ahead_is_the_one_formed_from_the_rows(tmp_p
             opt.save(tmp_path / "run.npz")
             opt = zovh_opt.Optimizer.load(tmp_path / "run.npz")
         points = opt.ask()
-        step = opt._step
+        step = opt._parts.method
         if step._carried is not None and step._kept:
             record = step._carried
             ahead = [record.deltas(k.block, step._x) for k in step._kept]

@@ -76,7 +76,7 @@ def test_steps_at_a_woodbury_pole_are_rejected():
         before = opt.x
         points = opt.ask()
         opt.tell([float(p @ p) for p in points])
-        if opt._step.amplification > opt._step.max_amplification:
+        if opt._parts.method.amplification > opt._parts.method.max_amplification:
             rejected += 1
             moved_anyway += not np.array_equal(opt.x, before)
     assert rejected > 0 and moved_anyway == 0

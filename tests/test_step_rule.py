@@ -186,7 +186,7 @@ def test_maxfev_is_not_capped_by_maxiter_and_grows_with_d():
 
 def test_a_float_rate_is_the_papers_algorithm_with_its_constants():
     opt = zovh_opt.Optimizer(np.zeros(100), options={"learning_rate": 1e-3})
-    step = opt._step
+    step = opt._parts.method
     assert step.control is None and step.smoothing == 0.1 and step.regularization == 0.1
     assert opt.options["ftol"] is None and opt.options["xtol"] is None
     res = zovh_opt.minimize(

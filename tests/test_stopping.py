@@ -190,17 +190,17 @@ def test_no_plateau_rule_with_noise_or_a_fixed_rate(options, status):
 
 def test_a_checkpoint_from_before_the_plateau_rule_runs_without_it():
     opt = zovh_opt.Optimizer(np.ones(4), rng=0)
-    state = opt._stopping.state()
+    state = opt._parts.stopping.state()
     for key in ("flat", "flat_value", "varied"):
         del state[key]
-    opt._stopping.load_state(state)
+    opt._parts.stopping.load_state(state)
     assert opt.options["flat_iterations"] is None
 
 
 def rules_after_a_converged_phase(value):
     """The stopping rules of a default run, told that its quasi-Newton phase converged at
     ``value``."""
-    rules = zovh_opt.Optimizer(np.ones(4), rng=0)._stopping
+    rules = zovh_opt.Optimizer(np.ones(4), rng=0)._parts.stopping
     rules.converged_value = value
     return rules
 
@@ -234,7 +234,7 @@ def test_after_a_converged_phase_the_methods_first_iterations_decide(lowest, sto
 
 def test_a_shorter_ftol_window_decides_after_a_converged_phase():
     """A user's ftol_window shorter than CONVERGED_WINDOW is the iterations that decide."""
-    rules = zovh_opt.Optimizer(np.ones(4), rng=0, options={"ftol_window": 4})._stopping
+    rules = zovh_opt.Optimizer(np.ones(4), rng=0, options={"ftol_window": 4})._parts.stopping
     rules.converged_value = 1.0
     values = np.array([1.0, 2.0])
     verdicts = [rules.after_iteration(1.5, 1.0, 1.0, 1.0, 1.0, values) for _ in range(4)]

@@ -80,11 +80,11 @@ def test_x_scale_x0_uses_one_or_the_width_where_x0_is_zero():
     opt = zovh_opt.Optimizer(
         x0, bounds=[(0, 0.5), (None, None), (None, None)], options={"x_scale": "x0"}
     )
-    np.testing.assert_array_equal(opt._coordinates.x_scale, [0.5, 2.0, 1.0])
+    np.testing.assert_array_equal(opt._parts.coordinates.x_scale, [0.5, 2.0, 1.0])
 
 
 def scales_of_run(x0, bounds, **options):
-    return zovh_opt.Optimizer(x0, bounds=bounds, options=options)._coordinates.x_scale
+    return zovh_opt.Optimizer(x0, bounds=bounds, options=options)._parts.coordinates.x_scale
 
 
 def test_by_default_the_bounds_give_the_scales():

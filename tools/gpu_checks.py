@@ -331,7 +331,7 @@ def noisy(d=10**6, iterations=40):
             times.append(time.perf_counter() - start)
         res = opt.result()
         kept = _like(res.x, x0)
-        count = opt._returned.average.count
+        count = opt._parts.returned.average.count
         ratio = float(np.sum(to_numpy(res.x).astype(np.float64) ** 2)) / d
         print(
             f"| {name} | {1e3 * np.median(times):.2f} | {1e3 * add:.3f} | {count} "

@@ -18,7 +18,7 @@ def main(d: int = 3000, iterations: int = 40) -> None:
     errors = []
     for _ in range(iterations):
         points = opt.ask()
-        step = opt._step
+        step = opt._parts.method
         record = step._carried
         if record is not None and step._kept:
             ahead = [record.deltas(k.block, step._x) for k in step._kept]

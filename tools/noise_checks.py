@@ -127,7 +127,7 @@ def relapse(seed=0):
         warnings.simplefilter("ignore")
         while not opt.done:
             opt.tell([problem(p) for p in opt.ask()])
-            control = opt._step.control
+            control = opt._parts.method.control
             if problem.calls - shown >= 400 and control is not None:
                 shown = problem.calls
                 gap = np.log10(problem.gap(np.asarray(opt.x)) / gap0)

@@ -32,9 +32,9 @@ def phase_of(f, x0, seed, options=None):
     opt = zovh_opt.Optimizer(x0, rng=seed, options=options)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        while opt._quasi_newton is None or not opt._quasi_newton.done:
+        while opt._parts.quasi_newton is None or not opt._parts.quasi_newton.done:
             opt.tell([f(p) for p in opt.ask()])
-        phase = opt._quasi_newton
+        phase = opt._parts.quasi_newton
         return phase, opt.run(f)
 
 
@@ -94,10 +94,10 @@ def coco(dims):
                 with warnings.catch_warnings():
                     warnings.simplefilter("ignore")
                     while not opt.done and (
-                        opt._quasi_newton is None or not opt._quasi_newton.done
+                        opt._parts.quasi_newton is None or not opt._parts.quasi_newton.done
                     ):
                         opt.tell([problem(np.asarray(p)) for p in opt.ask()])
-                phase = opt._quasi_newton
+                phase = opt._parts.quasi_newton
                 if phase is None or not phase.done:
                     continue
                 phases += 1

@@ -113,10 +113,11 @@ def minimize_with_new_starts(
     ``run(optimizer)`` runs one to its end."""
     began = time.perf_counter()
     optimizer = Optimizer(x0, method, bounds=bounds, options=options, tol=tol, rng=rng)
-    curvature = optimizer._method_options.get("curvature")  # "auto" as the first run resolved it
+    parts = optimizer._parts
+    curvature = parts.method_options.get("curvature")  # "auto" as the first run resolved it
     results = [run(optimizer)]
     # the pairs the first run ended with (noise found at x0 takes more); None: no widening
-    pairs = optimizer._step.n_directions if optimizer._step.widens else None
+    pairs = parts.method.n_directions if parts.method.widens else None
     draws = _seeds(rng, results[0].x)
     regimes = ["first"]  # of each run: "first", "local", "perturbed" or "widened"
     hops = BasinHops()
@@ -227,9 +228,9 @@ def new_start(
     except BudgetTooSmall:
         return None
     if widening is not None:  # smooths at a coarser scale, within the box
-        width = optimizer._coordinates.narrowest_width()
+        width = optimizer._parts.coordinates.narrowest_width()
         reach = BOX_REACH * width * math.sqrt(start.shape[0])
-        optimizer._step.widen(widening, reach)
+        optimizer._parts.method.widen(widening, reach)
     return optimizer
 
 

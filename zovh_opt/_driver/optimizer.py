@@ -25,50 +25,20 @@ from __future__ import annotations
 
 import functools
 import threading
-import time
 from collections.abc import Callable
 from typing import Any
 
-import numpy as np
 from scipy.optimize import OptimizeResult
 
-from .._arrays.backend import DirectionSource, namespace_of, to_host_floats
-from .._methods import build
-from .._noise.drift import DriftCheck
-from .._noise.monitor import NoiseMonitor
+from .._arrays.backend import to_host_floats
 from .._version import __version__
 from . import checkpoint as _checkpoint
-from . import measurements
-from .coordinates import Coordinates
 from .interrupts import deferred_interrupts
-from .measurements import MEASURE
-from .quasi_newton import (
-    GRADIENT,
-    WALL_NOTE,
-    asked_size,
-    forget_pairs,
-    hop,
-    iterate,
-    met_a_wall,
-    phase_fields,
-    plan_phase,
-    resume_phase,
-    tell_phase,
-)
-from .reporting import Trace
-from .returned_point import ReturnedPoint, mean
+from .parts import RunParts
+from .pipeline import DONE, ITERATE, QUASI_NEWTON, first_stage, next_stage, stopped
 from .run_loop import run_to_end
-from .run_options import checked_method, run_options, validated_x0
 from .run_state import pickled, restore, restoring, state_of, unpickled
-from .safeguard import Safeguard
-from .stopping import (
-    FTARGET,
-    RUNNING,
-    STALLED,
-    SUCCESS,
-    StoppingRules,
-    default_maxfev,
-)
+from .stopping import FTARGET, SUCCESS, Stop
 
 __all__ = ["Optimizer"]
 
@@ -141,48 +111,12 @@ class Optimizer:
         rng: Any = None,
     ) -> None:
         self._lock = threading.RLock()
-        self.method = checked_method(method)
-        self.options, method_options = run_options(method, options, tol)
-        x0, x_scale = validated_x0(x0), self.options["x_scale"]
-        self._coordinates, z0, scale = Coordinates.start(x0, bounds, method_options, x_scale)
-        self.xp = namespace_of(z0)
-        self._seeds = DirectionSource(rng)
-        noisy, final = self.options["noisy"], self.options["final_evaluations"]
-        maxfev = self.options["maxfev"] or default_maxfev(z0.shape[0])
-        self._requested = method_options  # as given: the method after the phase resolves them
-        self._step, self._method_options = build(  # noisy=True: more pairs from the start
-            method, z0, rng=self._seeds, scale=scale, maxfev=maxfev, options=method_options,
-            noisy=noisy is True, first_step=self._coordinates.first_step)  # fmt: skip
-        adaptive = self._step.control is not None
-        self._noise = NoiseMonitor(noisy, adaptive, final, self._step.x, maxfev)
-        self._drift = DriftCheck()  # a noisy run's centre against its best measured point
-        self._returned = ReturnedPoint(False, final or 1, None, self.xp)
-        if self._noise.detected:  # noisy=True: the end of a noisy run from the start
-            self._noise.ends_noisy(self._returned)
-        self._stopping = StoppingRules(
-            self.options,
-            method=method,
-            adaptive=adaptive,
-            dim=self._step.space.dim,
-            points_per_iteration=self._step.points_per_iteration,
-            final_evaluations=self._returned.reserve + self._noise.size(),
-            eps=float(self.xp.finfo(z0.dtype).eps),  # the precision of x, and of f
-            x0_scale=self._step.scale,
-        )
-        restart_at = None if adaptive else self._step.x
-        self._safeguard = Safeguard(self.options["max_restarts"], restart_at)
-        self.nit = 0
-        self._told = 0  # evaluations of completed asks; nfev adds those of the pending one
-        self.status = RUNNING
-        self.message = "The run has not ended."
-        self._phase = "iterate" if self._noise.done else MEASURE
-        plan_phase(self)  # `zovh_opt._driver.quasi_newton`: `_quasi_newton`, `_phase_planned`
-        self._pending: str | None = None  # the phase of the pending ask
+        self._parts = parts = RunParts.start(x0, method, bounds, options, tol, rng)
+        self.xp = parts.xp
+        self._stage = first_stage(parts)
+        self._pending: Any = None  # the stage of the pending ask
         self._partial: list[float | None] = []  # its values obtained so far (by `run`)
-        self._trace = Trace()
-        self._elapsed = 0.0
-        self._since = time.perf_counter()
-        if self._coordinates.all_fixed:  # nothing to search: x is the answer
+        if parts.coordinates.all_fixed:  # nothing to search: x is the answer
             self.stop(SUCCESS, "Every variable is fixed by the bounds (lower == upper).")
 
     # the protocol ---------------------------------------------------------------------------
@@ -190,41 +124,72 @@ class Optimizer:
     @property
     def x(self) -> Any:
         """A copy of the current iterate (with bounds: its image in the box)."""
-        return self._coordinates.to_user(iterate(self))
+        return self._parts.coordinates.to_user(self._parts.iterate())
 
     @property
     def nfev(self) -> int:
         """Function evaluations so far, those of a pending ask obtained by `run` included."""
-        return self._told + sum(v is not None for v in self._partial)
+        return self._parts.told + sum(v is not None for v in self._partial)
 
     @property
     def done(self) -> bool:
         """True once the run has ended; `result` then holds the final answer."""
-        return self._phase == "done"
+        return self._stage is DONE
+
+    @property
+    def stage(self) -> str:
+        """The stage the next ask belongs to: ``"measure"`` (``x0`` or the best point again,
+        for noise), ``"check"`` (a noisy run's centre), ``"gradient"`` (the quasi-Newton
+        phase), ``"iterate"`` (the method), ``"final"`` or ``"done"``."""
+        return self._stage.name
+
+    @property
+    def method(self) -> str:
+        """The method's name."""
+        return self._parts.method_name
+
+    @property
+    def options(self) -> dict[str, Any]:
+        """The driver's options as resolved (``maxfev``, tolerances, ...)."""
+        return self._parts.options
+
+    @property
+    def nit(self) -> int:
+        """Iterations so far (the method's, and the quasi-Newton phase's gradients)."""
+        return self._parts.nit
+
+    @property
+    def status(self) -> int:
+        """The run's status: 0 while it runs, then ``result().status``'s."""
+        return self._parts.status
+
+    @property
+    def message(self) -> str:
+        return self._parts.message
 
     @property
     def elapsed(self) -> float:
         """Wall-clock seconds the run has been going, across checkpoints."""
-        return self._elapsed + time.perf_counter() - self._since
+        return self._parts.elapsed
 
     @property
     def learning_rate(self) -> float:
-        return self._step.learning_rate
+        return self._parts.method.learning_rate
 
     @property
     def restarts(self) -> list[dict[str, Any]]:
         """The safeguard's restarts so far (``result().restarts``)."""
-        return self._safeguard.restarts
+        return self._parts.safeguard.restarts
 
     @property
     def f_estimate(self) -> float:
         """Mean of the latest iteration's values (``nan`` before the first)."""
-        return self._trace.last_fun
+        return self._parts.trace.last_fun
 
     @property
     def step_norm(self) -> float:
         """Length of the latest step."""
-        return self._step.step_norm * self._coordinates.unit
+        return self._parts.method.step_norm * self._parts.coordinates.unit
 
     @_exclusive
     def ask(self) -> Any:
@@ -260,9 +225,9 @@ class Optimizer:
         if self._pending is None:
             return
         self._keep_obtained()
-        self._told = self.nfev
-        if self._pending == "iterate":
-            self._step.discard()
+        self._parts.told = self.nfev
+        if self._pending is ITERATE:
+            self._parts.method.discard()
         self._pending, self._partial = None, []
 
     def result(self) -> OptimizeResult:
@@ -275,8 +240,9 @@ class Optimizer:
         the method's ``jac`` and ``hess_inv`` (not with bounds), ``noise_std`` (0: a
         deterministic f) and ``fun_std_error``; `zovh_opt.minimize` says more of each.
         """
-        x, fun, extra = self._returned.answer(lambda: self.x, self._coordinates.to_user)
-        extra = {**self._noise.fields(), **extra}  # noise_std: 0 for a deterministic f
+        parts = self._parts
+        x, fun, extra = parts.returned.answer(lambda: self.x, parts.coordinates.to_user)
+        extra = {**parts.noise.fields(), **extra}  # noise_std: 0 for a deterministic f
         return OptimizeResult(
             x=x,
             fun=fun,
@@ -284,24 +250,21 @@ class Optimizer:
             nfev=self.nfev,
             status=self.status,
             success=self.status in (SUCCESS, FTARGET),
-            message=self.message + (self._noise.note() if self.done else ""),
+            message=self.message + (parts.noise.note() if self.done else ""),
             learning_rate=self.learning_rate,
-            iteration=self._step.iteration,
+            iteration=parts.method.iteration,
             restarts=[dict(r) for r in self.restarts],
-            rejected_steps=self._step.rejected_steps,
-            failed_evaluations=self._safeguard.failed_evaluations,
-            trace=self._trace.arrays(),
+            rejected_steps=parts.method.rejected_steps,
+            failed_evaluations=parts.safeguard.failed_evaluations,
+            trace=parts.trace.arrays(),
             **extra,
-            **phase_fields(self),
+            **QUASI_NEWTON.result_fields(parts),
         )
 
     def stop(self, status: int, message: str, *, evaluate_final: bool = True) -> None:
         """End the run with ``status`` and ``message``: the next ask is the final evaluation
         (or, with ``evaluate_final=False``, there is none and `done` is True)."""
-        self.status, self.message = status, message
-        if met_a_wall(self):
-            self.message += WALL_NOTE
-        self._phase = "final" if evaluate_final else "done"
+        self._stage = stopped(self._parts, status, message, evaluate_final)
 
     @_exclusive
     def run(
@@ -353,7 +316,7 @@ class Optimizer:
     # internals ------------------------------------------------------------------------------
 
     def _open(self) -> None:
-        """Start an ask: check budgets, let the method draw its directions."""
+        """Start an ask of the current stage: the budgets first, where the stage has them."""
         if self._pending is not None:
             raise RuntimeError(
                 "ask() was called twice without tell() in between: tell() the values of the "
@@ -361,135 +324,56 @@ class Optimizer:
             )
         if self.done:
             raise RuntimeError(f"the run has ended ({self.message}); see result()")
-        if self._phase in ("iterate", GRADIENT):
-            asked = asked_size(self)
-            reserve = asked + self._returned.reserve
-            spent = self._stopping.budget_spent(
-                self.nit, self._told, reserve, self.elapsed, asked + 1
+        parts, stage = self._parts, self._stage
+        if stage.budgeted:
+            asked = stage.asked(parts)
+            reserve = asked + parts.returned.reserve
+            spent = parts.stopping.budget_spent(
+                parts.nit, parts.told, reserve, parts.elapsed, asked + 1
             )
             if spent is not None:
-                self.stop(*spent)
-        if self._phase == "final":
-            n = self._returned.final_size(self._told, self._stopping.affordable(
-                self._told, self.elapsed))  # fmt: skip
-        elif self._phase in measurements.PHASES:
-            n = measurements.size(self)
-        elif self._phase == GRADIENT:
-            n = self._quasi_newton.size()
-        else:
-            self._step.prepare()
-            n = self._step.points_per_iteration
-        self._pending, self._partial = self._phase, [None] * n
+                self._stage = stage = stopped(parts, *spent)
+        self._pending, self._partial = stage, [None] * stage.size(parts)
 
     def _keep_obtained(self) -> None:
         """The values of the pending ask obtained so far count for the best point."""
-        self._returned.observe(self._partial, self._point)
+        self._parts.returned.observe(self._partial, self._point)
 
     def _point(self, i: int) -> Any:
         """Point ``i`` of the pending ask, as a new array."""
-        if self._pending == "final":
-            return self._returned.final_point(i, lambda: self.x, self._coordinates.to_user)
-        if self._pending in measurements.PHASES:
-            return measurements.point(self)
-        source = self._quasi_newton.point if self._pending == GRADIENT else self._step.pending_point
-        if not self._coordinates.identity:
-            return self._coordinates.to_user(source(i))
-        return source(i)  # a new array already
+        return self._pending.point(self._parts, i)
 
     def _points(self, indices: list[int] | None = None) -> Any:
         """The pending points (those at ``indices``), stacked in a new array."""
         n = len(self._partial)
         if indices is None or list(indices) == list(range(n)):
-            if self._pending not in ("iterate", GRADIENT):
-                return self.xp.stack([self._point(i) for i in range(n)])
-            phase = self._pending == GRADIENT  # the block in one array, not n rows stacked
-            block = self._quasi_newton.points() if phase else self._step.pending_points()
-            return block if self._coordinates.identity else self._coordinates.to_user(block)
+            block = self._pending.points(self._parts)  # in one array, not n rows stacked
+            if block is not None:
+                return block
+            indices = range(n)
         return self.xp.stack([self._point(i) for i in indices])
 
     def _close(self, values: list[float], superseded: int) -> None:
-        """The values of the pending ask are in: the best point, then the final answer or the
-        iteration (the step, the safeguard, the stopping rules)."""
-        phase = self._pending
-        self._returned.observe(values, self._point)
-        self._told += len(values) + superseded
+        """The values of the pending ask are in: the best point, the failures, then the
+        stage's own tell and the stage that follows (`zovh_opt._driver.pipeline`)."""
+        parts, stage = self._parts, self._pending
+        parts.returned.observe(values, self._point)
+        parts.told += len(values) + superseded
         self._pending, self._partial = None, []
-        bad = self._safeguard.count_failures(values)
-        if phase == "final":
-            done, note = self._returned.take_final(values)
-            self.message += note
-            if done:
-                self._phase = "done"
-            return
-        if phase in measurements.PHASES:
-            measurements.tell(self, phase, values)
-            return
-        if phase == GRADIENT:
-            tell_phase(self, values)
-            return
-        self.nit += 1
-        f_estimate = mean(values)
-        self._trace.add(self.nit, self._told, f_estimate)
-        if bad:
-            self._step.discard()  # missing data: the next iteration draws anew
-            failure = self._safeguard.missing(bad, len(values))
-            if failure is not None:
-                self._restart(failure, diverged=False)
-            return
-        if self._safeguard.overreached(self._step, values, self._returned, self._noise):
-            return
-        self._iteration(values, f_estimate)
-        measurements.after_iteration(self)  # the best point or the centre measured next
+        bad = parts.safeguard.count_failures(values)
+        outcome = stage.tell(parts, values, bad)
+        if self._stage is stage or isinstance(outcome, Stop):  # (not stopped meanwhile)
+            self._stage = next_stage(parts, stage, outcome)
 
-    def _iteration(self, values: list[float], f_estimate: float) -> None:
-        """An iteration with finite values: the method's step (unless diverging), the rules."""
-        safeguard, step = self._safeguard, self._step
-        if safeguard.finite(f_estimate, values):
-            self._coordinates.found_f_scale(
-                safeguard.scale, step.space.dtype_name, self._method_options
-            )
-            if step.control is not None:  # noise found at x0 was in the user's unit of f
-                step.control.noise_in_unit(self._coordinates.f_unit)
-        failure = safeguard.divergence(f_estimate) if step.control is None else None
-        if failure is not None:
-            step.discard()
-            self._restart(failure, diverged=True)
-            return
-        if step.control is None:
-            safeguard.progressed(f_estimate, step.x)
-        told = self._coordinates.values(np.asarray(values, dtype=np.float64))  # checked floats
-        self._noise.tell_start(step, self.nit, self._coordinates.f_unit)
-        # the stopping rules read the method's f estimate (the curvature model's removes its
-        # smoothing bias, which grows as the model learns)
-        f_estimate = step.f_estimate(told) * self._coordinates.f_unit
-        step.tell(told)
-        self._returned.follow(step)
-        forget_pairs(self)  # the phase's curvature, until the method has learned its own
-        length = step.step_norm if step.control is None else step.control.step_length
-        scale = self._stopping.length_scale(step.control)
-        verdict = self._stopping.after_iteration(
-            f_estimate, self._returned.lowest(), length, scale, safeguard.scale, values
-        )
-        if verdict is None:
-            hop(self)  # after a converged phase the method's iterations may have left its basin
-            return
-        if verdict is STALLED:
-            if resume_phase(self) or safeguard.rescale(step, nit=self.nit, nfev=self._told):
-                return
-            verdict = self._stopping.converged_by_ftol()
-        if verdict.status == SUCCESS and met_a_wall(self):
-            return  # next to a wall a tolerance met is no minimum: the budgets end the run
-        self.stop(*verdict)
-
-    def _restart(self, reason: str, *, diverged: bool) -> None:
-        """A restart of the safeguard, or the end of the run when they are spent."""
-        stop = self._safeguard.restart(self._step, reason, diverged=diverged, nit=self.nit,
-                                       nfev=self._told, stopping=self._stopping)  # fmt: skip
-        if stop is not None:
-            self.stop(*stop)
+    def _resume(self, parts: RunParts, stage: Any, pending: Any, partial: list) -> None:
+        """Continue from ``parts`` at ``stage``, with ``pending``'s ask and its ``partial``
+        values (a checkpoint or a pickle)."""
+        self._parts, self.xp = parts, parts.xp
+        self._stage, self._pending, self._partial = stage, pending, partial
 
     def __getstate__(self) -> dict[str, Any]:
         return pickled(self)
 
     def __setstate__(self, state: dict[str, Any]) -> None:
+        self._lock = threading.RLock()
         unpickled(self, state)

@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 from scipy.optimize import OptimizeResult
 
-from .quasi_newton import GRADIENT
+GRADIENT = "gradient"  # `zovh_opt.Optimizer.stage` while the quasi-Newton phase runs
 
 __all__ = ["Progress", "Trace", "callback_caller"]
 
@@ -100,8 +100,9 @@ class Progress:
         self.rows = every < 0  # about 20 rows: `every` follows the iterations the run can take
         self.every = max(1, maxiter // 20) if every < 0 else every
         self.restarts = len(optimizer.restarts)
-        self.in_phase = optimizer._quasi_newton is not None or optimizer._phase_planned
-        self.hops = 0 if optimizer._quasi_newton is None else optimizer._quasi_newton.hops
+        phase = optimizer._parts.quasi_newton
+        self.in_phase = phase is not None or optimizer._parts.phase_planned
+        self.hops = 0 if phase is None else phase.hops
         self.noise_reported = False
         self.printed_header = False
         self.bar = None
@@ -119,10 +120,10 @@ class Progress:
         """The iterations the run can take, after the measurements of ``x0`` and the best
         point (`zovh_opt._noise.monitor`), counted in the method's iterations from the run's current
         one and the evaluations it has made."""
-        per, stopping = optimizer._step.points_per_iteration, optimizer._stopping
-        spent = optimizer._returned.reserve + optimizer._told
+        per, stopping = optimizer._parts.method.points_per_iteration, optimizer._parts.stopping
+        spent = optimizer._parts.returned.reserve + optimizer._parts.told
         maxiter = stopping.iteration_budget(per, spent)
-        left = stopping.iteration_budget(per, spent + optimizer._noise.budgeted(maxiter))
+        left = stopping.iteration_budget(per, spent + optimizer._parts.noise.budgeted(maxiter))
         total = optimizer.nit + left
         cap = optimizer.options["maxiter"]
         return total if cap is None else min(cap, total)
@@ -141,13 +142,13 @@ class Progress:
 
     def iteration(self, optimizer: Any) -> None:
         """Report the iteration that just ended."""
-        noise = optimizer._noise
+        noise = optimizer._parts.noise
         if noise.detected and optimizer.nit == 1:  # found at x0: the method may be rebuilt
             self._count_again(optimizer)
-        if self.in_phase and optimizer._phase != GRADIENT:  # the phase handed over
+        if self.in_phase and optimizer.stage != GRADIENT:  # the phase handed over
             self.in_phase = False
             self._count_again(optimizer)
-        again = not self.in_phase and optimizer._phase == GRADIENT  # `resume_phase`, `hop`
+        again = not self.in_phase and optimizer.stage == GRADIENT  # `resume_phase`, `hop`
         if again:
             self.in_phase = True
         if self.bar is not None:
@@ -163,8 +164,8 @@ class Progress:
                 f"restart at nit {last['nit']}: {last['reason']}; "
                 f"learning rate now {last['learning_rate']:.3g}"
             )
-        if again and optimizer._quasi_newton.hops > self.hops:
-            self.hops = optimizer._quasi_newton.hops
+        if again and optimizer._parts.quasi_newton.hops > self.hops:
+            self.hops = optimizer._parts.quasi_newton.hops
             print(
                 f"quasi-Newton phase started again at nit {optimizer.nit} from a lower point "
                 "the method found away from its minimum (basin hopping)"

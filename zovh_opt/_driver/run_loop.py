@@ -38,8 +38,9 @@ def run_to_end(
     if not isinstance(args, tuple):
         args = (args,)
     notify = callback_caller(callback)
-    if run.status == INTERRUPTED:
-        run.status, run.message = RUNNING, "The run has not ended."
+    parts = run._parts
+    if parts.status == INTERRUPTED:
+        parts.status, parts.message = RUNNING, "The run has not ended."
     progress = Progress(run.options["disp"], run.options["progress"], run)
     with evaluator(fun, args, workers, vectorized) as evaluate:
         try:
@@ -56,8 +57,8 @@ def run_to_end(
                         run.stop(CALLBACK, "`callback` raised `StopIteration`.")
         except KeyboardInterrupt:
             run._keep_obtained()
-            run.status = INTERRUPTED
-            run.message = (
+            parts.status = INTERRUPTED
+            parts.message = (
                 "Interrupted by the user (KeyboardInterrupt); run() again continues the run."
             )
         except BaseException:

@@ -13,20 +13,17 @@ defaults, so checkpoints written before them load and go on as the runs that wro
 from __future__ import annotations
 
 import contextlib
-import threading
-import time
 import warnings
 from collections.abc import Iterator
 from typing import Any
 
 from scipy.optimize import Bounds, OptimizeWarning
 
-from .._arrays.backend import ArraySpace, namespace_of
+from .._arrays.backend import ArraySpace
 from .._methods import METHODS
 from .checkpoint import CheckpointError
-from .measurements import PHASES
 from .phase_checkpoint import phase_from_state, phase_state
-from .quasi_newton import GRADIENT, phase_applies
+from .pipeline import ITERATE, QUASI_NEWTON, STAGES
 from .reporting import Trace
 from .run_options import disp_option
 
@@ -35,48 +32,45 @@ __all__ = ["pickled", "restore", "restoring", "state_of", "unpickled"]
 
 def state_of(run: Any) -> dict[str, Any]:
     """The whole state of the `zovh_opt.Optimizer` ``run``, as plain data and arrays."""
+    parts = run._parts
     return {
-        "space": run._step.space.describe(),
-        "method": run.method,
-        "method_options": run._method_options,
-        "options": {**run.options, "disp": disp_option(run.options["disp"])},
-        "source": run._seeds.get_state(),
-        "step": run._step.state(),
-        "nit": run.nit,
-        "told": run._told,
-        "status": run.status,
-        "message": run.message,
-        "phase": run._phase,
-        "pending": run._pending,
+        "space": parts.method.space.describe(),
+        "method": parts.method_name,
+        "method_options": parts.method_options,
+        "options": {**parts.options, "disp": disp_option(parts.options["disp"])},
+        "source": parts.seeds.get_state(),
+        "step": parts.method.state(),
+        "nit": parts.nit,
+        "told": parts.told,
+        "status": parts.status,
+        "message": parts.message,
+        "phase": run.stage,
+        "pending": None if run._pending is None else run._pending.name,
         "partial": run._partial,
-        "trace": run._trace.columns,
-        "elapsed": run.elapsed,
-        "requested_options": run._requested,
-        "quasi_newton": None if run._quasi_newton is None else phase_state(run._quasi_newton),
-        **run._coordinates.state(),
-        **run._stopping.state(),
-        **run._safeguard.state(),
-        **run._returned.state(),
-        **run._noise.state(),
-        **run._drift.state(),
+        "trace": parts.trace.columns,
+        "elapsed": parts.elapsed,
+        "requested_options": parts.requested,
+        "quasi_newton": None if parts.quasi_newton is None else phase_state(parts.quasi_newton),
+        **parts.coordinates.state(),
+        **parts.stopping.state(),
+        **parts.safeguard.state(),
+        **parts.returned.state(),
+        **parts.noise.state(),
+        **parts.drift.state(),
     }
 
 
 def pickled(run: Any) -> dict[str, Any]:
     """What ``pickle`` keeps of the `zovh_opt.Optimizer` ``run`` (``copy.deepcopy``, workers):
-    its attributes, less the namespace, the clock and the lock, which `unpickled` makes anew."""
-    state = dict(run.__dict__)
-    state["_elapsed"] = run.elapsed
-    del state["xp"], state["_since"], state["_lock"]
-    return state
+    its parts and the pending ask, with the stages by name (the lock is made anew)."""
+    pending = None if run._pending is None else run._pending.name
+    return {"parts": run._parts, "stage": run.stage, "pending": pending, "partial": run._partial}
 
 
 def unpickled(run: Any, state: dict[str, Any]) -> None:
     """The `pickled` ``state`` into ``run``."""
-    run.__dict__.update(state)
-    run.xp = namespace_of(run._step.x)
-    run._since = time.perf_counter()
-    run._lock = threading.RLock()
+    pending = None if state["pending"] is None else STAGES[state["pending"]]
+    run._resume(state["parts"], STAGES[state["stage"]], pending, state["partial"])
 
 
 def restore(cls: type, state: dict[str, Any]) -> Any:
@@ -93,45 +87,48 @@ def restore(cls: type, state: dict[str, Any]) -> Any:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", OptimizeWarning)  # warned when it was built
         run = cls(x0, state["method"], bounds=bounds, options=options, rng=0)
-    run._seeds.set_state(state["source"])
-    run._step.load_state(state["step"])
-    vector = lambda a: None if a is None else space.to_user(run._step._vector(a))  # noqa: E731
-    run._coordinates.load_state(state, space)
-    run._stopping.load_state(state)
-    run._safeguard.load_state(state, vector)
-    run._noise.load_state(state, vector)
-    run._drift.load_state(state, vector)
-    if run._noise.detected and run._noise.acted:  # before the returned point's own state
-        run._noise.ends_noisy(run._returned)
-    run._returned.load_state(state, vector)
+    parts = run._parts
+    parts.seeds.set_state(state["source"])
+    parts.method.load_state(state["step"])
+    vector = lambda a: None if a is None else space.to_user(parts.method.vector(a))  # noqa: E731
+    parts.coordinates.load_state(state, space)
+    parts.stopping.load_state(state)
+    parts.safeguard.load_state(state, vector)
+    parts.noise.load_state(state, vector)
+    parts.drift.load_state(state, vector)
+    if parts.noise.detected and parts.noise.acted:  # before the returned point's own state
+        parts.noise.ends_noisy(parts.returned)
+    parts.returned.load_state(state, vector)
     # the method's options as given (older checkpoints: as resolved)
-    run._requested = state.get("requested_options", run._requested)
-    run._phase_planned = phase_applies(run) and "quasi_newton" in state
+    parts.requested = state.get("requested_options", parts.requested)
+    parts.phase_planned = QUASI_NEWTON.applies(parts) and "quasi_newton" in state
     phase = state.get("quasi_newton")
-    run._quasi_newton = (
+    parts.quasi_newton = (
         None
         if phase is None
         else phase_from_state(
-            phase, x0, run._coordinates.in_one_period, run._coordinates.difference_caps()
+            phase, x0, parts.coordinates.in_one_period, parts.coordinates.difference_caps()
         )
     )
-    run.nit, run._told = int(state["nit"]), int(state["told"])
-    run.status, run.message = int(state["status"]), str(state["message"])
-    if state["phase"] not in (*PHASES, GRADIENT, "iterate", "final", "done"):
+    parts.nit, parts.told = int(state["nit"]), int(state["told"])
+    parts.status, parts.message = int(state["status"]), str(state["message"])
+    if state["phase"] not in STAGES:
         raise ValueError(f"unknown phase {state['phase']!r}")
-    if state["pending"] not in (None, *PHASES, GRADIENT, "iterate", "final"):
+    if state["pending"] not in (None, *STAGES) or state["pending"] == "done":
         raise ValueError(f"unknown pending phase {state['pending']!r}")
-    run._phase, run._pending = state["phase"], state["pending"]
-    run._partial = [None if v is None else float(v) for v in state["partial"]]
-    running = run._quasi_newton is not None and not run._quasi_newton.done
+    stage = STAGES[state["phase"]]
+    pending = None if state["pending"] is None else STAGES[state["pending"]]
+    partial = [None if v is None else float(v) for v in state["partial"]]
+    running = parts.quasi_newton is not None and not parts.quasi_newton.done
     if (
-        (run._pending is None) != (not run._partial)
-        or (run._pending == "iterate" and not run._step.asked)
-        or ((run._phase == GRADIENT) != running)
+        (pending is None) != (not partial)
+        or (pending is ITERATE and not parts.method.asked)
+        or ((stage is QUASI_NEWTON) != running)
     ):
         raise ValueError("the pending ask and its values disagree")
-    run._trace = Trace({k: v.tolist() for k, v in state["trace"].items()})
-    run._elapsed = float(state["elapsed"])
+    parts.trace = Trace({k: v.tolist() for k, v in state["trace"].items()})
+    parts.clock_start(float(state["elapsed"]))
+    run._resume(parts, stage, pending, partial)
     return run
 
 

@@ -446,7 +446,7 @@ class AskTellMethod(BuildChoices, PendingPoints):
 
     def load_state(self, state: dict[str, Any]) -> None:
         """Continue from a `state` of a method built with the same options and source."""
-        self._x = self._vector(state["x"])
+        self._x = self.vector(state["x"])
         if (state["control"] is None) != (self.control is None):
             raise ValueError("the step rule of the state and of the options disagree")
         if "scale" in state:  # checkpoints written before it was kept
@@ -457,7 +457,7 @@ class AskTellMethod(BuildChoices, PendingPoints):
             self._rate = positive_real("learning_rate", state["learning_rate"])
         else:
             self.control.load_state(state["control"])
-            self._centre = self._vector(state["centre"])
+            self._centre = self.vector(state["centre"])
         self.smoothing = positive_real("smoothing", state["smoothing"])
         self._step_length = float(state["step_length"])
         self.nit, self.nfev = int(state["nit"]), int(state["nfev"])
@@ -474,8 +474,9 @@ class AskTellMethod(BuildChoices, PendingPoints):
         if self._asked != (self._rows is not None):
             raise ValueError("the pending ask and its directions disagree")
 
-    def _vector(self, host: Any) -> Any:
-        """A ``(d,)`` host array of a checkpoint as a compute array (checked)."""
+    def vector(self, host: Any) -> Any:
+        """A ``(d,)`` host array of a checkpoint as a compute array (checked); ``None`` as
+        it is."""
         if host is None:
             return None
         if host.shape != (self.space.dim,):
@@ -559,7 +560,7 @@ class GradientStepMethod(AskTellMethod):
 
     def load_state(self, state: dict[str, Any]) -> None:
         super().load_state(state)
-        self._direction = self._vector(state["direction"])
+        self._direction = self.vector(state["direction"])
 
     @property
     def direction_norm(self) -> float:

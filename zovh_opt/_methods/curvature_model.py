@@ -278,7 +278,7 @@ class CurvatureModelZoVH(ZoVH, GradientStepMethod):
                     int(k["block"]),
                     kept_whitening,
                     deltas,
-                    self._vector(k["centre"]),
+                    self.vector(k["centre"]),
                     self._loaded_rows(int(k["block"]), rows, kept_whitening),
                 )
             )

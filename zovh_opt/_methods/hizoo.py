@@ -75,7 +75,7 @@ class HiZOO(GradientStepMethod):
 
     def load_state(self, state: dict[str, Any]) -> None:
         super().load_state(state)
-        self._hess_diag = self._vector(state["hess_diag"])
+        self._hess_diag = self.vector(state["hess_diag"])
         self._scaled = None
 
     def discard(self) -> None:

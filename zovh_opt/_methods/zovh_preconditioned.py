@@ -361,7 +361,7 @@ class PreconditionedZoVH(CurvatureModelZoVH, curvature="diagonal"):
 
     def _model_array(self, host: Any) -> Any:
         """A checkpoint's ``s`` (``(d,)``, the model's `snapshot` and kept whitenings)."""
-        return self._vector(host)
+        return self.vector(host)
 
     def _discard_all(self) -> None:
         super()._discard_all()

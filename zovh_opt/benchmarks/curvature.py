@@ -87,10 +87,10 @@ def learning(job: tuple[int, int, int]) -> dict[str, Any]:
     trace = []
     while not opt.done:
         opt.tell(f(opt.ask()))
-        if opt.nit % 25 == 0 and opt._step.model.ready:
-            learned = opt._step.estimates()["hess_inv"].diagonal()
+        if opt.nit % 25 == 0 and opt._parts.method.model.ready:
+            learned = opt._parts.method.estimates()["hess_inv"].diagonal()
             corr = float(np.corrcoef(np.log(learned), -np.log(h))[0, 1])
-            trace.append((opt.nfev, corr, float(f(opt._step.centre) / f(x0))))
+            trace.append((opt.nfev, corr, float(f(opt._parts.method.centre) / f(x0))))
     learned = opt.result().hess_inv.diagonal()
     return {
         "trace": trace,
