@@ -30,9 +30,9 @@ def tests_gpu(session: nox.Session) -> None:
 
 @nox.session
 def lint(session: nox.Session) -> None:
-    """ruff's lint and formatter check over the package, tests, examples and tools."""
+    """ruff's lint and formatter check over the package, tests, examples and experiments."""
     session.install("ruff==0.17.6")
-    paths = ("zovh_opt", "tests", "examples", "tools", "noxfile.py", "docs/conf.py")
+    paths = ("zovh_opt", "tests", "examples", "experiments", "noxfile.py", "docs/conf.py")
     session.run("ruff", "check", *paths)
     session.run("ruff", "format", "--check", *paths)
 

@@ -673,7 +673,7 @@ def test_a_smooth_phase_that_converged_is_not_stalled():
 def test_noisy_false_with_noise_at_the_origin_moves_the_run():
     """``noisy=False`` on a noisy f: the phase reads the noise as slope and stalls near
     x0 = 0 (as with a deterministic ruggedness); the method from there, at the run's length
-    scale, reaches the minimum's neighbourhood (`tools/noise_checks.py arange`: before, 5 of 6
+    scale, reaches the minimum's neighbourhood (`experiments/noise_checks.py arange`: before, 5 of 6
     runs returned points 40-55 above the minimum, f(0) = 55, as converged)."""
     target = np.arange(6.0)
     for seed in range(6):

@@ -12,7 +12,7 @@ So any span of columns of any row is drawn alone with the bits it has in the who
 block of rows is one kernel launch, and nothing is held between draws. ``cupy.random``'s
 generators, by contrast, each allocate and initialise 256 000 states (about 12 MB and
 0.3-0.6 ms for its default XORWOW), which the curvature model paid for every row it drew
-again; measured on an H200 (`tools/gpu_checks.py`).
+again; measured on an H200 (`experiments/gpu_checks.py`).
 """
 
 from __future__ import annotations

@@ -43,7 +43,7 @@ FRESH_SHARE = 100  # 1 %
 # run ends earlier: `ReturnedPoint.final_size`). Ten values of a skewed noise rarely hold the
 # rare large ones that carry its mean, so fun and its standard error both come out low: fun
 # beyond 3 of them in 10 % of runs of lognormal noise at 10 values, 1.4 % at 200
-# (`tools/noise_checks.py coverage`; docs' theory page, *The end's samples*)
+# (`experiments/noise_checks.py coverage`; docs' theory page, *The end's samples*)
 FRESH_MAX = 1000
 RECHECK_FROM = 4  # the best point is evaluated again after iterations 4, 8, 16, 32, ...
 # a value measured again "repeats" within this many eps (of x's dtype) of it: a deterministic

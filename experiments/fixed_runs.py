@@ -1,8 +1,8 @@
 """A fixed set of 124 runs, to check that a refactor changes no bit of any result.
 
-    python tools/fixed_runs.py write before.npz     # on the commit before the change
-    python tools/fixed_runs.py write after.npz      # on the commit after it
-    python tools/fixed_runs.py compare before.npz after.npz
+    python experiments/fixed_runs.py write before.npz     # on the commit before the change
+    python experiments/fixed_runs.py write after.npz      # on the commit after it
+    python experiments/fixed_runs.py compare before.npz after.npz
 
 Every method at a fixed and at the automatic learning rate; ZoVH's paper iteration and its
 curvature model with both direction storages and histories 1, 2, 4; ZoAR likewise; the exact

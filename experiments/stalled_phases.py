@@ -1,8 +1,8 @@
 """When the quasi-Newton phase is stalled (`QuasiNewtonPhase.stalled`), quoted in the theory
 page (*The quasi-Newton phase*).
 
-    python tools/stalled_phases.py rugged        # rugged deterministic f and noisy=False
-    python tools/stalled_phases.py coco 2 5 10   # COCO bbob's phases at these d
+    python experiments/stalled_phases.py rugged        # rugged deterministic f and noisy=False
+    python experiments/stalled_phases.py coco 2 5 10   # COCO bbob's phases at these d
 
 ``rugged``: ``sum((x - arange(6))**2)`` plus a deterministic ruggedness in ``[-a/2, a/2]``
 from the bytes of ``x`` (``zlib.crc32``, as the tests', or ``blake2b``), ``a`` = 5, 0.5,

@@ -2,8 +2,8 @@
 the optimum (theory page, *Scales from the bounds*), and how many evaluations the default,
 the default without its quasi-Newton phase and L-BFGS-B need (user guide, *Bounds*).
 
-    python tools/box_starts.py D N             # d = D, problems 0 .. N-1 (docs: 3 200, 4 200)
-    python tools/box_starts.py D N --targets   # evaluations to 1e-6 and 1e-9 (docs: 10 30, 20 20)
+    python experiments/box_starts.py D N            # d = D, problems 0 .. N-1 (docs: 3 200, 4 200)
+    python experiments/box_starts.py D N --targets  # evaluations to 1e-6, 1e-9 (docs: 10 30, 20 20)
 
 Problem ``k``: ``f(x) = (x - c)^T H (x - c) / 2``, ``H`` a random rotation of eigenvalues
 log-spaced from 1 to 100, ``c`` uniform in ``[-2, 2]^d``; each coordinate gets a lower bound,

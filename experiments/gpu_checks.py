@@ -1,10 +1,10 @@
 """Checks on an NVIDIA GPU that the test suite does not make, quoted in the GPU guide.
 
-    python tools/gpu_checks.py memory    # the default at d = 1e6, 1e7: held directions or not
-    python tools/gpu_checks.py memory=cupy  # one backend
-    python tools/gpu_checks.py quality   # the same problems on NumPy, CUDA PyTorch and CuPy
-    python tools/gpu_checks.py features  # the run's later parts on each backend
-    python tools/gpu_checks.py noisy     # the centres' average on the device, d = 1e6
+    python experiments/gpu_checks.py memory    # the default at d = 1e6, 1e7: held directions or not
+    python experiments/gpu_checks.py memory=cupy  # one backend
+    python experiments/gpu_checks.py quality   # the same problems on NumPy, CUDA PyTorch and CuPy
+    python experiments/gpu_checks.py features  # the run's later parts on each backend
+    python experiments/gpu_checks.py noisy     # the centres' average on the device, d = 1e6
 
 ``memory``: the default `zovh_opt.minimize` on the sphere, evaluated point by point (as the
 CPU's memory benchmark does) and in one batch on the device (``vectorized=True``: the batch

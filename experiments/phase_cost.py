@@ -1,6 +1,6 @@
 """The quasi-Newton phase's own cost (`zovh_opt._driver.quasi_newton`), quoted in the docs.
 
-    python tools/phase_cost.py   # d = 1e3 ... 1e6, float64, NumPy, one thread
+    python experiments/phase_cost.py   # d = 1e3 ... 1e6, float64, NumPy, one thread
 
 Per evaluation: the time of the phase's ``ask`` and ``tell`` through `zovh_opt.Optimizer`
 (the points of a gradient ask, 64 a time, and the forward differences), the objective's own

@@ -3,9 +3,9 @@ time in ``fun``), for one run; the memory issue's comparison with an earlier com
 
     git worktree add /tmp/before 1538709      # the commit to compare with
     for r in 1 2 3; do
-        PYTHONPATH=/tmp/before python tools/own_time.py default before
-        python tools/own_time.py default after
-        python tools/own_time.py seeds after
+        PYTHONPATH=/tmp/before python experiments/own_time.py default before
+        python experiments/own_time.py default after
+        python experiments/own_time.py seeds after
     done
 
 Each line: the label, the ``directions`` option (``default``: not passed), the evaluations

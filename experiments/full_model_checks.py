@@ -1,8 +1,8 @@
 """Checks of the full curvature model quoted in the docs (theory page), outside the test suite.
 
-    python tools/full_model_checks.py hess-inv   # hess_inv at the end of default runs
-    python tools/full_model_checks.py noise      # full against diagonal on noisy problems
-    python tools/full_model_checks.py x0-scales  # x_scale="x0" as a default, from N(0, I)
+    python experiments/full_model_checks.py hess-inv   # hess_inv at the end of default runs
+    python experiments/full_model_checks.py noise      # full against diagonal on noisy problems
+    python experiments/full_model_checks.py x0-scales  # x_scale="x0" as a default, from N(0, I)
 
 ``hess-inv``: rotated quadratics (d = 20, condition 1e4, eigenvalues log-spaced), x0 ~ N(0, I),
 10 seeds, default runs; the relative Frobenius error of ``hess_inv`` and ``nfev``.

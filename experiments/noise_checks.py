@@ -1,10 +1,10 @@
 """Checks of the noise handling quoted in the docs (theory page, *Noise*), outside the tests.
 
-    python tools/noise_checks.py sphere [N]   # issue #30's noisy sphere, against ZoAR's grid
-    python tools/noise_checks.py arange       # the non-negative function reported negative
-    python tools/noise_checks.py coverage     # how often fun misses 3 standard errors, by law
-    python tools/noise_checks.py relapse      # a Cauchy run's step rule, every 400 evaluations
-    python tools/noise_checks.py average-cost # the centres' average's time an iteration, d = 1e6
+    python experiments/noise_checks.py sphere [N]   # issue #30's noisy sphere, against ZoAR's grid
+    python experiments/noise_checks.py arange       # the non-negative function reported negative
+    python experiments/noise_checks.py coverage     # how often fun misses 3 standard errors
+    python experiments/noise_checks.py relapse      # a Cauchy run's step rule every 400 evaluations
+    python experiments/noise_checks.py average-cost # the average's time an iteration, d = 1e6
 
 ``sphere``: ``|x|^2 + N(0, 1)``, d = 1000, ``x0 = 0.7 N(0, I)`` (f0 about 490), 30 000
 evaluations, seeds 0 to N - 1 (3 unless given): the true f of the returned point for the
