@@ -149,8 +149,11 @@ def to_host_floats(values: Any, what: str) -> list[float]:
     # the common cases first, without a namespace lookup: NumPy, and CPU PyTorch floats
     if type(values) is np.ndarray and values.ndim == 1 and values.dtype.kind in "fiu":
         return values.tolist()
-    if type(values) is list and all(type(v) is float for v in values):
-        return values[:]  # Python floats (the type itself: not a subclass such as np.float64)
+    if type(values) is list:
+        if all(type(v) is float for v in values):
+            return values[:]  # Python floats (the type itself: not a subclass such as np.float64)
+        if all(isinstance(v, float) for v in values):  # NumPy float64 scalars (fun's often)
+            return [float(v) for v in values]
     if (
         array_api_compat.is_torch_array(values)
         and values.ndim == 1
