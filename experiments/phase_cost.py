@@ -15,7 +15,8 @@ import tracemalloc
 import numpy as np
 
 import zovh_opt
-from zovh_opt._driver.quasi_newton import MEMORY, QuasiNewtonPhase
+from zovh_opt._driver.quasi_newton import QuasiNewtonPhase
+from zovh_opt.tuning import DEFAULT
 
 print("| d | own us / evaluation | two-loop step (ms) | phase's vectors (d floats) |")
 print("|---|---|---|---|")
@@ -36,7 +37,7 @@ for d in (1_000, 10_000, 100_000, 1_000_000):
     tracemalloc.start()
     phase = QuasiNewtonPhase(np.ones(d), float(np.sqrt(d)), 1.0, recheck=True)
     phase.g = rng.standard_normal(d)
-    for _ in range(MEMORY):
+    for _ in range(DEFAULT.quasi_newton.MEMORY):
         s, y = rng.standard_normal(d), rng.standard_normal(d)
         phase.pairs.append((s, y + s, 1.0 / float(s @ (y + s))))
     phase.previous = (rng.standard_normal(d), rng.standard_normal(d))

@@ -24,7 +24,7 @@ import zlib
 import numpy as np
 
 import zovh_opt
-from zovh_opt._driver.quasi_newton import ARMIJO
+from zovh_opt.tuning import DEFAULT
 
 
 def phase_of(f, x0, seed, options=None):
@@ -104,7 +104,7 @@ def coco(dims):
                 if (
                     phase.converged
                     and phase.steps
-                    and (phase.longest <= phase.difference_step / ARMIJO)
+                    and (phase.longest <= phase.difference_step / DEFAULT.quasi_newton.ARMIJO)
                 ):
                     short += 1
                     stalled += phase.stalled

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import signal
+from typing import Any
 
 import numpy as np
 import pytest
@@ -178,3 +179,22 @@ def python_sigint():
     previous = signal.signal(signal.SIGINT, signal.default_int_handler)
     yield
     signal.signal(signal.SIGINT, previous)
+
+
+@pytest.fixture
+def tune():
+    """``tune("quasi_newton", MAX_EXPANSIONS=0)``: the rest of the test runs with that field of
+    `zovh_opt.tuning` changed (as an experiment varies it, through `zovh_opt.tuning.using`)."""
+    import contextlib
+    import dataclasses
+
+    from zovh_opt import tuning
+
+    with contextlib.ExitStack() as stack:
+
+        def change(part: str, **fields: Any) -> None:
+            now = tuning.active()
+            new = dataclasses.replace(getattr(now, part), **fields)
+            stack.enter_context(tuning.using(dataclasses.replace(now, **{part: new})))
+
+        yield change

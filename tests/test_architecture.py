@@ -63,7 +63,7 @@ def test_the_graph_reader_sees_imports_at_every_depth():
 
 # The layers, bottom first: a module imports from its own layer and those below it only.
 LAYERS = [
-    ("zovh_opt._version", "zovh_opt._arrays"),  # array libraries, seeded streams
+    ("zovh_opt._version", "zovh_opt.tuning", "zovh_opt._arrays"),  # constants, array libraries
     ("zovh_opt.estimators",),  # the paper's formulas
     ("zovh_opt._curvature", "zovh_opt._noise"),  # curvature models; noise statistics
     ("zovh_opt._methods",),  # one iteration's math, one object per method

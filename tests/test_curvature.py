@@ -11,13 +11,10 @@ import pytest
 
 import zovh_opt
 from zovh_opt import ZoVH, estimators
-from zovh_opt._curvature.diagonal import SCALE_RATE, SHAPE_RATE, DiagonalOperator
-from zovh_opt._methods.curvature_model import FIRST_STEP_RANGE
-from zovh_opt._methods.step_size import INITIAL_STEP
-from zovh_opt._methods.zovh_full import INITIAL_STEP as FULL_INITIAL_STEP
-from zovh_opt._methods.zovh_full import INITIAL_STEP_MAX_DIMENSION
+from zovh_opt._curvature.diagonal import DiagonalOperator
 from zovh_opt._methods.zovh_paper import PaperZoVH
 from zovh_opt._methods.zovh_preconditioned import PreconditionedZoVH, default_pairs
+from zovh_opt.tuning import DEFAULT
 
 MU = 0.1
 
@@ -102,7 +99,9 @@ def test_the_first_step_is_the_models_newton_step_the_rules_first_step_long():
     delta = (up - down) / (2 * opt.smoothing)
     opt.tell(values)  # measures x0, then steps
     step = opt.x - x0
-    np.testing.assert_allclose(np.linalg.norm(step), INITIAL_STEP * np.linalg.norm(x0), rtol=1e-12)
+    np.testing.assert_allclose(
+        np.linalg.norm(step), DEFAULT.step_rule.INITIAL_STEP * np.linalg.norm(x0), rtol=1e-12
+    )
     direction = -(delta @ W)
     cosine = step @ direction / np.linalg.norm(step) / np.linalg.norm(direction)
     assert cosine == pytest.approx(1.0, abs=1e-12)
@@ -122,8 +121,12 @@ def test_with_f_x0_known_a_flat_start_takes_the_longest_first_step(kind, d):
     points = opt.ask()
     opt.value_at_centre(f(x0))
     opt.tell(np.array([f(p) for p in points]))
-    longest = FIRST_STEP_RANGE if kind == "linear" else 1.0
-    first = FULL_INITIAL_STEP if d <= INITIAL_STEP_MAX_DIMENSION else INITIAL_STEP
+    longest = DEFAULT.method.FIRST_STEP_RANGE if kind == "linear" else 1.0
+    first = (
+        DEFAULT.method.FULL_INITIAL_STEP
+        if d <= DEFAULT.dimensions.INITIAL_STEP_MAX_DIMENSION
+        else DEFAULT.step_rule.INITIAL_STEP
+    )
     assert np.linalg.norm(opt.x - x0) == pytest.approx(
         longest * first * np.linalg.norm(x0), rel=1e-9
     )
@@ -147,7 +150,12 @@ def test_one_update_of_the_model_is_the_formula():
     U = (plus - x) / (mu * s)
     e = estimators.diagonal_hessian_error(U, up, down, mu, c)
     rho = np.clip(e / c, -1, 1)
-    want = math.log(c) + shape + SCALE_RATE * rho.mean() + SHAPE_RATE * (rho - rho.mean())
+    want = (
+        math.log(c)
+        + shape
+        + DEFAULT.curvature.DIAGONAL_SCALE_RATE * rho.mean()
+        + DEFAULT.curvature.DIAGONAL_SHAPE_RATE * (rho - rho.mean())
+    )
     opt.tell(values)
     got = math.log(opt.model.curvature) + opt.model.shape
     np.testing.assert_allclose(got, want, rtol=0, atol=1e-9)

@@ -15,17 +15,9 @@ import pytest
 import zovh_opt
 from zovh_opt import ZoVH
 from zovh_opt._arrays.backend import ArraySpace
-from zovh_opt._curvature.fit import (
-    ACCURATE,
-    SCALE_PRIOR,
-    SHAPE_PRIOR,
-    CurvatureFit,
-    FitScores,
-    helmert,
-    least_squares_gradient,
-)
+from zovh_opt._curvature.fit import CurvatureFit, FitScores, helmert, least_squares_gradient
 from zovh_opt._curvature.full import FullCurvature
-from zovh_opt._methods import zovh_full
+from zovh_opt.tuning import DEFAULT
 
 
 def rotated(d, cond, seed):
@@ -63,8 +55,8 @@ def test_the_filter_is_the_dense_weighted_least_squares_with_its_prior():
     fit.start(c)
     prior_mean = upper(c * np.eye(d))
     diagonal = (np.arange(d)[:, None] == np.arange(d)).astype(float)[np.triu_indices(d)]
-    prior = c * c * SCALE_PRIOR**2 * np.outer(diagonal, diagonal)
-    prior += np.diag(c * c * SHAPE_PRIOR**2 * np.where(diagonal > 0, 1.0, 0.5))
+    prior = c * c * DEFAULT.fit.SCALE_PRIOR**2 * np.outer(diagonal, diagonal)
+    prior += np.diag(c * c * DEFAULT.fit.SHAPE_PRIOR**2 * np.where(diagonal > 0, 1.0, 0.5))
     np.testing.assert_allclose(fit.covariance, prior)
     H = rotated(d, 10.0, 1)
     rows, observed = [], []
@@ -114,7 +106,9 @@ def test_scores_are_geometric_running_means_and_decide():
     assert scores.fit == pytest.approx(1e-6) and scores.adopt and scores.accurate
     assert scores.error == pytest.approx(1e-3)
     close = FitScores()
-    close.observe(ACCURATE / 4, ACCURATE / 3)  # both good, the fit not twice as good
+    close.observe(
+        DEFAULT.fit.ACCURATE / 4, DEFAULT.fit.ACCURATE / 3
+    )  # both good, the fit not twice as good
     assert close.accurate and not close.adopt
 
 
@@ -206,7 +200,7 @@ def test_small_spheres_take_a_fraction_of_the_evaluations(d, limit):
     assert np.median(needed) <= limit
 
 
-def test_noise_turns_the_fit_off(monkeypatch):
+def test_noise_turns_the_fit_off(monkeypatch, tune):
     """With the objective known to be noisy the iteration is the full model's alone: a
     noisy run is, bit for bit, the run of an iteration without the fit (the noise is small
     enough that the fit would predict the batches and be used)."""
@@ -223,7 +217,7 @@ def test_noise_turns_the_fit_off(monkeypatch):
         )
 
     with_fit = run()
-    monkeypatch.setattr(zovh_full, "FIT_MAX_DIMENSION", 0)
+    tune("dimensions", FIT_MAX_DIMENSION=0)
     without = run()
     np.testing.assert_array_equal(with_fit.x, without.x)
     assert with_fit.nfev == without.nfev and with_fit.fun == without.fun

@@ -7,7 +7,8 @@ import pytest
 
 import zovh_opt
 from zovh_opt._noise.centre_average import CentreAverage
-from zovh_opt._noise.drift import CHECK_EVERY, RETURN_FACTOR, DriftCheck
+from zovh_opt._noise.drift import DriftCheck
+from zovh_opt.tuning import DEFAULT
 
 SIZE = 8  # values per measurement in the unit tests
 ROOM = 10**6  # evaluations the budget leaves
@@ -41,7 +42,7 @@ class Returned:
 def checked(drift, method, returned, room=10**6):
     """Iterations until the next measurement is due; ``True`` if one came within
     `CHECK_EVERY`."""
-    return any(drift.due(method, returned, room) for _ in range(CHECK_EVERY))
+    return any(drift.due(method, returned, room) for _ in range(DEFAULT.noise.CHECK_EVERY))
 
 
 def test_the_centre_is_measured_every_40_iterations_of_a_noisy_run_only():
@@ -51,8 +52,8 @@ def test_the_centre_is_measured_every_40_iterations_of_a_noisy_run_only():
     quiet.noisy = False
     assert not checked(drift, method, quiet) and drift.iterations == 0
     returned = Returned(rng.normal(size=10))
-    assert [drift.due(method, returned, 10**6) for _ in range(CHECK_EVERY)][-1]
-    assert drift.iterations == CHECK_EVERY and drift.size == SIZE
+    assert [drift.due(method, returned, 10**6) for _ in range(DEFAULT.noise.CHECK_EVERY)][-1]
+    assert drift.iterations == DEFAULT.noise.CHECK_EVERY and drift.size == SIZE
     assert np.array_equal(drift.point(), method.centre) and drift.point() is not drift.pending
     assert np.array_equal(drift.best[0], returned.start) and drift.best[1] == returned.start_values
     assert not checked(DriftCheck(), method, returned, room=SIZE - 1)  # the budget is spent
@@ -67,7 +68,7 @@ def test_a_drifted_centre_returns_to_the_best_point_once_its_fresh_values_confir
     reason = drift.take(list(rng.normal(size=SIZE)), method, returned, ROOM)
     assert "drift" in reason and drift.returns == 1 and drift.pending is None
     point, factor = method.returned_to
-    assert np.array_equal(point, returned.start) and factor == RETURN_FACTOR
+    assert np.array_equal(point, returned.start) and factor == DEFAULT.noise.RETURN_FACTOR
     assert returned.average.count == 0  # the average starts anew
 
 

@@ -12,8 +12,9 @@ import zovh_opt
 from zovh_opt import ZoVH
 from zovh_opt._methods.zovh_paper import PaperZoVH
 from zovh_opt._methods.zovh_preconditioned import default_pairs
-from zovh_opt._noise.monitor import PROBE, measurements  # x0's and the best point's values
+from zovh_opt._noise.monitor import measurements
 from zovh_opt.problems import rosenbrock
+from zovh_opt.tuning import DEFAULT
 
 D = 40
 
@@ -100,8 +101,8 @@ def test_objective_that_is_never_finite_ends_with_status_3_and_finite_x():
     assert "not finite in 10 iterations in a row" in res.message
     assert len(res.restarts) == 2 and res.nit == 30  # 10 dropped iterations per failure
     assert np.array_equal(res.x, np.ones(D)) and math.isnan(res.fun)
-    assert res.nfev == len(f.values) == 30 * n + 1 + PROBE
-    assert res.failed_evaluations == 30 * n + 1 + PROBE
+    assert res.nfev == len(f.values) == 30 * n + 1 + DEFAULT.noise.PROBE
+    assert res.failed_evaluations == 30 * n + 1 + DEFAULT.noise.PROBE
 
 
 class Boom(Exception):
@@ -145,7 +146,7 @@ def test_keyboard_interrupt_returns_the_result_so_far(vectorized):
     assert res.nfev == len(f.values)  # nothing evaluated is lost, nothing is added
     best_value, best_point = f.best()
     assert res.fun == best_value and np.array_equal(res.x, best_point)
-    assert res.nit == (len(f.values) - PROBE) // n
+    assert res.nit == (len(f.values) - DEFAULT.noise.PROBE) // n
 
 
 def test_keyboard_interrupt_mid_iteration_keeps_the_partial_values():
@@ -266,18 +267,20 @@ def test_discard_drops_the_pending_ask_and_counts_what_it_evaluated():
 
     def flaky(x):
         calls.append(1)
-        if len(calls) == PROBE + n + 2:
+        if len(calls) == DEFAULT.noise.PROBE + n + 2:
             raise Boom
         return float(x @ x)
 
     opt = zovh_opt.Optimizer(np.ones(D), rng=0, options={"maxiter": 10, **METHOD})
     with pytest.raises(Boom):
         opt.run(flaky)
-    assert opt.nfev == PROBE + n + 1  # x0, one whole iteration and a point of the second
+    assert (
+        opt.nfev == DEFAULT.noise.PROBE + n + 1
+    )  # x0, one whole iteration and a point of the second
     with pytest.raises(RuntimeError, match="pending points .* or discard"):
         opt.ask()
     opt.discard()
-    assert opt.pending is None and opt.nfev == PROBE + n + 1 and opt.nit == 1
+    assert opt.pending is None and opt.nfev == DEFAULT.noise.PROBE + n + 1 and opt.nit == 1
     res = opt.run(flaky)
     assert res.nit == 10 and res.nfev == len(calls) - 1 == measurements(10) + 10 * n + 2
 
@@ -295,7 +298,7 @@ def test_ctrl_c_in_the_first_ask_returns_the_start():
         res = zovh_opt.minimize(lambda x: float(x @ x), np.ones(D), rng=0, options=METHOD)
     finally:
         default._prepare = original
-    assert res.status == 6 and res.nfev == PROBE and res.nit == 0  # x0 was measured
+    assert res.status == 6 and res.nfev == DEFAULT.noise.PROBE and res.nit == 0  # x0 was measured
     assert np.array_equal(res.x, np.ones(D)) and res.fun == D
 
 

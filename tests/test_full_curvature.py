@@ -14,20 +14,10 @@ from scipy.linalg import expm
 import zovh_opt
 from zovh_opt import ZoVH, estimators
 from zovh_opt._arrays.backend import ArraySpace
-from zovh_opt._curvature.full import (
-    SCALE_RATE,
-    SHAPE_CLIP,
-    SHAPE_RATE_CAP,
-    FullCurvature,
-    shape_rate,
-)
-from zovh_opt._methods.step_size import INITIAL_STEP as RULE_INITIAL_STEP
-from zovh_opt._methods.zovh_full import (
-    INITIAL_STEP,
-    INITIAL_STEP_MAX_DIMENSION,
-    FullCurvatureZoVH,
-)
+from zovh_opt._curvature.full import FullCurvature, shape_rate
+from zovh_opt._methods.zovh_full import FullCurvatureZoVH
 from zovh_opt._methods.zovh_preconditioned import PreconditionedZoVH
+from zovh_opt.tuning import DEFAULT
 
 
 def rotated_quadratic(d, cond, seed):
@@ -88,13 +78,15 @@ def test_one_update_is_the_dense_matrix_exponential():
     X = U.T @ (weights[:, None] * U) / c
     values, vectors = np.linalg.eigh(X)
     rho = min(1.0, max(-1.0, np.trace(X) / d))
-    bound = SHAPE_CLIP
+    bound = DEFAULT.curvature.SHAPE_CLIP
     S = vectors @ np.diag(np.clip(model.rate * (values - rho), -bound, bound)) @ vectors.T
     assert np.abs(model.rate * (values - rho)).max() > bound  # the clip is exercised
     S -= np.trace(S) / d * np.eye(d)
     want = W0 @ expm(-0.5 * S)
     model.update(weights, U)
-    assert model.curvature == pytest.approx(c * math.exp(SCALE_RATE * rho), rel=1e-12)
+    assert model.curvature == pytest.approx(
+        c * math.exp(DEFAULT.curvature.FULL_SCALE_RATE * rho), rel=1e-12
+    )
     np.testing.assert_allclose(model.whitening, want, rtol=0, atol=1e-10)
     np.testing.assert_allclose(model.inverse_whitening @ model.whitening, np.eye(d), atol=1e-10)
     assert abs(np.linalg.det(model.whitening)) == pytest.approx(abs(np.linalg.det(W0)))
@@ -114,7 +106,13 @@ def test_the_model_leaves_no_residual_when_it_is_right():
     model.inverse_whitening = np.linalg.inv(model.whitening)
     U = np.random.default_rng(4).standard_normal((P, d))
     D = model.whiten(U)
-    r = estimators.pair_residuals(f(mu * D), f(-mu * D), np.sum(U * U, axis=1), mu, c)
+    r = estimators.pair_residuals(
+        f(mu * D),
+        f(-mu * D),
+        np.sum(U * U, axis=1),
+        mu,
+        c,
+    )
     assert np.abs(r).max() <= 1e-12 * c * mu * mu * d
     before = model.whitening.copy()
     model.update(r / mu / mu / (P - 1), U)
@@ -164,14 +162,21 @@ def test_the_learned_inverse_hessian_is_the_true_one_on_rotated_quadratics():
 
 
 def test_auto_chooses_the_model_by_dimension_and_the_option_selects_it():
-    from zovh_opt._methods.zovh import FULL_MODEL_MAX_DIMENSION as D
 
-    assert type(ZoVH(np.ones(D))) is FullCurvatureZoVH
-    assert type(ZoVH(np.ones(D + 1))) is PreconditionedZoVH
-    assert type(ZoVH(np.ones(D + 1), curvature="full")) is FullCurvatureZoVH
+    assert type(ZoVH(np.ones(DEFAULT.dimensions.FULL_MODEL_MAX_DIMENSION))) is FullCurvatureZoVH
+    assert (
+        type(ZoVH(np.ones(DEFAULT.dimensions.FULL_MODEL_MAX_DIMENSION + 1))) is PreconditionedZoVH
+    )
+    assert (
+        type(ZoVH(np.ones(DEFAULT.dimensions.FULL_MODEL_MAX_DIMENSION + 1), curvature="full"))
+        is FullCurvatureZoVH
+    )
     assert type(ZoVH(np.ones(3), curvature="diagonal")) is PreconditionedZoVH
     assert type(ZoVH(x0=np.ones(3))) is FullCurvatureZoVH
-    assert shape_rate(20, 6) == pytest.approx(9 / 441) and shape_rate(3, 3) == SHAPE_RATE_CAP
+    assert (
+        shape_rate(20, 6) == pytest.approx(9 / 441)
+        and shape_rate(3, 3) == DEFAULT.curvature.SHAPE_RATE_CAP
+    )
 
 
 @pytest.mark.parametrize("directions", ["vectors", "seeds"])
@@ -206,8 +211,8 @@ def test_the_full_model_starts_with_longer_steps_outside_a_box():
         x0 = np.linspace(-1, 2, d)
         return zovh_opt.Optimizer(x0, rng=0, **kwargs)._parts.method.control.first_step
 
-    d = INITIAL_STEP_MAX_DIMENSION
-    assert first_step(d) == INITIAL_STEP == 0.3
-    assert first_step(d, bounds=[(-5, 5)] * d) == RULE_INITIAL_STEP == 0.1
-    assert first_step(d, options={"curvature": "diagonal"}) == RULE_INITIAL_STEP
-    assert first_step(d + 1) == RULE_INITIAL_STEP
+    d = DEFAULT.dimensions.INITIAL_STEP_MAX_DIMENSION
+    assert first_step(d) == DEFAULT.method.FULL_INITIAL_STEP == 0.3
+    assert first_step(d, bounds=[(-5, 5)] * d) == DEFAULT.step_rule.INITIAL_STEP == 0.1
+    assert first_step(d, options={"curvature": "diagonal"}) == DEFAULT.step_rule.INITIAL_STEP
+    assert first_step(d + 1) == DEFAULT.step_rule.INITIAL_STEP

@@ -12,7 +12,7 @@ import pytest
 from scipy.optimize import OptimizeWarning
 
 import zovh_opt
-from zovh_opt._methods.step_size import SPREAD
+from zovh_opt.tuning import DEFAULT
 
 
 def rastrigin(x):
@@ -125,7 +125,7 @@ def test_above_d_3_new_starts_alternate_by_the_evaluations_each_regime_spent(mon
         rastrigin, np.full(dim, 2.0), rng=0, options={"maxfev": 10_000 * dim, "new_starts": 8}
     )
     assert len(res.runs) == 9 and phases[0] == "auto"
-    if dim <= new_starts.LOCAL_DIMENSIONS:
+    if dim <= DEFAULT.dimensions.LOCAL_DIMENSIONS:
         assert factors == [] and phases == ["auto"] * 9
         return
     spent = {"local": 0, "widened": 0}
@@ -235,7 +235,7 @@ def test_a_run_not_widened_stays_so_when_noise_rebuilds_it():
     control = optimizer._parts.method.control
     assert optimizer._parts.method.n_directions > 5 and not control.widened
     control.step_length *= 1e3
-    assert control.current_spread() == SPREAD
+    assert control.current_spread() == DEFAULT.step_rule.SPREAD
 
 
 @pytest.mark.parametrize("reach", [math.inf, 1.5])
@@ -283,7 +283,7 @@ def test_a_widened_start_in_a_box_converges():
         optimizer = new_starts.new_start(x0, "zovh", 1, draws, box, options, None, 16.0, pairs)
         # the bounds' widths are the run's units (`x_scale`'s default): each is 1 there
         reach = optimizer._parts.method.control.widening_reach
-        assert reach == pytest.approx(new_starts.BOX_REACH * math.sqrt(5))
+        assert reach == pytest.approx(DEFAULT.new_starts.BOX_REACH * math.sqrt(5))
         res = optimizer.run(sphere)
         assert res.status == 0 and res.fun < 1e-10 and res.nfev < 2000
     unbounded = new_starts.new_start(x0, "zovh", 1, draws, None, options, None, 16.0, pairs)

@@ -91,7 +91,7 @@ def check_rounds(rounds, candidate, start):
         assert all(np.array_equal(p, start) for p in points[half:])
 
 
-def test_a_noisy_run_that_ends_above_its_start_returns_the_start(run_to_end, monkeypatch):
+def test_a_noisy_run_that_ends_above_its_start_returns_the_start(run_to_end, tune):
     """Where noise buries the slope (Ackley, d = 1000, sigma = 1, 8 d evaluations) the step
     rule accepts trials by chance and the iterate drifts uphill (here with the drift checks
     off, `zovh_opt._noise.drift`: with them this run goes back to x0 eight times, its final iterate
@@ -102,7 +102,7 @@ def test_a_noisy_run_that_ends_above_its_start_returns_the_start(run_to_end, mon
     close); the lower mean wins, and is measured afresh: ``x`` is x0 and ``fun`` the mean of
     those last values, which the choice did not see. The end takes 1 % of the run twice
     (80 reserved each): the close comparison's values and the fresh ones together."""
-    monkeypatch.setattr(zovh_opt._noise.drift, "CHECK_EVERY", 10**9)
+    tune("noise", CHECK_EVERY=10**9)
     n, d = 10, 1000
     x0 = np.random.default_rng(0).standard_normal(d)
     fun, points, values = recorded(ackley, 1.0, 5)

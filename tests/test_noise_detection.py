@@ -14,11 +14,11 @@ import numpy as np
 import pytest
 
 import zovh_opt
-from zovh_opt._methods.curvature_model import FIRST_STEP_RANGE
-from zovh_opt._methods.step_size import NOISE_CHECKED, StepSizeControl
-from zovh_opt._methods.zovh import NOISY_PAIRS, default_pairs, noisy_pairs
+from zovh_opt._methods.step_size import StepSizeControl
+from zovh_opt._methods.zovh import default_pairs, noisy_pairs
 from zovh_opt._noise import robust
 from zovh_opt._noise.monitor import NoiseMonitor, measurements
+from zovh_opt.tuning import DEFAULT
 
 # the method's own measurements and iterations; the quasi-Newton phase's recheck of its
 # centre: tests/test_quasi_newton_phase.py
@@ -60,7 +60,7 @@ def test_the_measured_f_x0_lets_a_flat_start_take_the_longest_first_step(noisy):
     opt = zovh_opt.Optimizer(x0, "zovh", rng=0, options={"noisy": noisy, "maxfev": 1000, **METHOD})
     while opt.nit < 1:
         opt.tell([float(a @ x) for x in opt.ask()])
-    longest = FIRST_STEP_RANGE if noisy == "auto" else 1.0
+    longest = DEFAULT.method.FIRST_STEP_RANGE if noisy == "auto" else 1.0
     assert np.linalg.norm(opt.x - x0) == pytest.approx(longest * 0.1 * np.linalg.norm(x0))
 
 
@@ -109,12 +109,12 @@ def test_noise_known_before_the_first_iteration_gives_the_model_more_pairs():
     a number given for ``n_directions`` and noise found after the first iteration keep them."""
     d, maxfev = 20, 20_000
     plain = default_pairs(d)
-    assert noisy_pairs(d, maxfev) == NOISY_PAIRS * plain == 24
+    assert noisy_pairs(d, maxfev) == DEFAULT.method.NOISY_PAIRS * plain == 24
     assert noisy_pairs(50, 3000) == default_pairs(50)  # 3000 / 400 pairs: the default's 7
     assert noisy_pairs(1000, 30_000) == 48 and noisy_pairs(1000, 10**9) == 48
     for small in (2, 4, 6):  # maxfev left to its default, 1000 d: the same cap as given
         capped = noisy_pairs(small, 1000 * small)
-        assert capped < NOISY_PAIRS * default_pairs(small)
+        assert capped < DEFAULT.method.NOISY_PAIRS * default_pairs(small)
         told = zovh_opt.Optimizer(np.ones(small), rng=0, options={"noisy": True})
         assert told._parts.method.n_directions == capped
     noise = np.random.default_rng(0)
@@ -237,14 +237,18 @@ def test_the_noise_floor_raises_the_radius_only_where_the_differences_are_noise(
     control.step_length = 100.0  # far from the cap at 8 steps
     control.noise_found(1.0)
     level = control.level
-    for _ in range(NOISE_CHECKED):  # spread^2 = 1.5 sigma^2: the slope is half a deviation
+    for _ in range(
+        DEFAULT.step_rule.NOISE_CHECKED
+    ):  # spread^2 = 1.5 sigma^2: the slope is half a deviation
         raised = control.observe(math.sqrt(1.5), 1.0)
     assert raised and control.level == level + 1 == control.floor
-    for _ in range(NOISE_CHECKED):  # spread^2 = 3 sigma^2: enough slope
+    for _ in range(DEFAULT.step_rule.NOISE_CHECKED):  # spread^2 = 3 sigma^2: enough slope
         assert not control.observe(math.sqrt(3.0), 1.0)
     # the pairs' residuals show a misfit of 2.5 sigma^2: once their mean over this radius's
     # batches exceeds 4 sigma^2, the radius halves
-    changed = [control.observe(math.sqrt(3.0), 6.0) for _ in range(4 * NOISE_CHECKED)]
+    changed = [
+        control.observe(math.sqrt(3.0), 6.0) for _ in range(4 * DEFAULT.step_rule.NOISE_CHECKED)
+    ]
     assert any(changed) and control.level <= level
 
 
@@ -252,7 +256,9 @@ def test_the_noise_floor_stays_within_8_steps():
     control = StepSizeControl(dim=100, scale=10.0, ceiling=1.0)
     control.noise_found(1.0)
     ceiling = round(control._step_level()) + 3
-    for _ in range(20 * NOISE_CHECKED):  # pure noise: the radius goes up to the cap, no further
+    for _ in range(
+        20 * DEFAULT.step_rule.NOISE_CHECKED
+    ):  # pure noise: the radius goes up to the cap, no further
         control.observe(1.0, 1.0)
     assert control.level == ceiling
 
@@ -292,7 +298,7 @@ def test_outliers_are_found_while_more_than_half_the_pairs_are_hit():
         residuals = np.concatenate([clean, outlying])
         assert robust.outliers(residuals).tolist() == [False] * (24 - hits) + [True] * hits
         deviations = np.abs(residuals - np.median(residuals))
-        assert not (deviations > robust.OUTLIER * robust.scale(residuals)).any()
+        assert not (deviations > DEFAULT.noise.OUTLIER * robust.scale(residuals)).any()
     # a normal batch of 12 whose four closest pairs lie within 0.03 of the MAD's scale (as one
     # of a Monte-Carlo newsvendor's batches did): the quartile's scale would flag 8 of them
     close = np.array([0.008, -0.008, 0.027, -0.031, 0.311, -0.668, 0.681, -1.158, 1.165, -1.268,
@@ -324,11 +330,11 @@ def cauchy_sphere_gaps(seeds):
     return np.median(gaps)
 
 
-def test_pairs_an_outlier_hit_leave_the_batch(monkeypatch):
+def test_pairs_an_outlier_hit_leave_the_batch(tune):
     """Clipped, an outlier's pair kept three robust scales of it in the difference and the
     curvature residual, and the runs stalled near 1e-3 of x0's gap; without those pairs their
     median goes below 1e-10 (seeds 0-4 on the development machine: 9e-13 to 3e-4 with the
     rule, 6e-5 to 1e-2 without)."""
     assert cauchy_sphere_gaps(range(5)) < 1e-6
-    monkeypatch.setattr(robust, "OUTLIER", math.inf)
+    tune("noise", OUTLIER=math.inf)
     assert cauchy_sphere_gaps(range(5)) > 1e-5

@@ -9,7 +9,8 @@ import pytest
 
 import zovh_opt
 from zovh_opt._methods.zovh_preconditioned import default_pairs
-from zovh_opt._noise.monitor import PROBE, measurements  # x0's and the best point's values
+from zovh_opt._noise.monitor import measurements
+from zovh_opt.tuning import DEFAULT
 
 D = 40
 
@@ -26,7 +27,7 @@ def test_disp_prints_a_table_then_a_summary(capsys):
     rows = [line.split() for line in lines[1:] if line.split()[0].isdigit()]
     assert [int(r[0]) for r in rows] == [1, 2, 4, 6] + list(range(8, 41, 2))  # 40 // 20 = 2
     n = 2 * default_pairs(D)  # points per iteration
-    assert [int(r[1]) for r in rows][:2] == [PROBE + n, PROBE + 2 * n]
+    assert [int(r[1]) for r in rows][:2] == [DEFAULT.noise.PROBE + n, DEFAULT.noise.PROBE + 2 * n]
     assert any(line.startswith("Maximum number of iterations has been exceeded.") for line in lines)
     assert any(f"Function evaluations: {measurements(40) + 40 * n + 1}" in line for line in lines)
 

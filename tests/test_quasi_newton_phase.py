@@ -13,23 +13,10 @@ import pytest
 import scipy.optimize
 
 import zovh_opt
-from zovh_opt._driver import lbfgs, quasi_newton
 from zovh_opt._driver.lbfgs import initial_matrix
 from zovh_opt._driver.phase_checkpoint import phase_from_state, phase_state
-from zovh_opt._driver.quasi_newton import (
-    BLOCK,
-    HOP_DIMENSIONS,
-    HOP_DISTANCE,
-    MAX_EXPANSIONS,
-    MAX_RETRIES,
-    MAX_STEPS,
-    MEMORY,
-    MIN_GRADIENTS,
-    REFINE_DIMENSIONS,
-    REFINE_SCALE,
-    SMALL_D_STEPS,
-    QuasiNewtonPhase,
-)
+from zovh_opt._driver.quasi_newton import QuasiNewtonPhase
+from zovh_opt.tuning import DEFAULT
 
 CONVERGED = ("no decrease", "line search", "zero gradient")
 
@@ -70,12 +57,18 @@ def test_a_gradient_is_forward_differences_in_asks_of_at_most_a_block():
         asked = points(phase)
         moved = asked - x0[None, :] if phase.measured == 0 else asked - x0
         start = phase.measured
-        offset = int(sizes[-1] == BLOCK and start == 0)  # the centre comes first
+        offset = int(
+            sizes[-1] == DEFAULT.quasi_newton.BLOCK and start == 0
+        )  # the centre comes first
         assert not np.any(moved[:offset])
         for r, row in enumerate(moved[offset:]):  # one coordinate each, in order
             assert np.flatnonzero(row).tolist() == [start + r]
         phase.tell([float(f(p)) for p in asked])
-    assert sizes == [BLOCK, BLOCK, d + 1 - 2 * BLOCK]  # the centre first, then d coordinates
+    assert sizes == [
+        DEFAULT.quasi_newton.BLOCK,
+        DEFAULT.quasi_newton.BLOCK,
+        d + 1 - 2 * DEFAULT.quasi_newton.BLOCK,
+    ]  # the centre first, then d coordinates
     gradient = H @ x0 - b
     h = math.sqrt(np.finfo(float).eps) * np.maximum(np.abs(x0), np.linalg.norm(x0) / math.sqrt(d))
     error = np.abs(np.asarray(phase.g) * phase.f_unit - gradient)
@@ -164,7 +157,7 @@ def run_phase(f, x0: np.ndarray, steps: int) -> QuasiNewtonPhase:
     return phase
 
 
-def test_the_diagonal_solves_a_separable_ellipsoid_the_scalar_leaves(monkeypatch):
+def test_the_diagonal_solves_a_separable_ellipsoid_the_scalar_leaves(monkeypatch, tune):
     """A separable quadratic of condition 1e6 (d = 50; at d = 1000 and condition 1e4 the
     scalar's 99 steps within 100 d ended 28 above the minimum, 5e5 at x0): with the diagonal
     ``H0`` the phase converges in a few steps; with the scalar alone it is far after 40."""
@@ -177,19 +170,19 @@ def test_the_diagonal_solves_a_separable_ellipsoid_the_scalar_leaves(monkeypatch
     phase = run_phase(f, x0, 40)
     assert phase.ended == "no decrease" and phase.steps <= 20
     assert f(np.asarray(phase.x)) <= 1e-15 * f(x0)
-    monkeypatch.setattr(lbfgs, "DIAGONAL", 0.0)
+    tune("quasi_newton", DIAGONAL=0.0)
     scalar = run_phase(f, x0, 40)
     assert scalar.steps == 40 and f(np.asarray(scalar.x)) > 1e-5 * f(x0)
 
 
-def test_a_rotated_quadratic_keeps_the_scalar_initial_matrix(monkeypatch):
+def test_a_rotated_quadratic_keeps_the_scalar_initial_matrix(tune):
     """On a rotated quadratic (d = 50, condition 1e4) the diagonal never predicts within a
     tenth of the scalar's error: the phase's 200 steps are those of the scalar alone."""
     f, *_ = rotated_quadratic(50, 1e4)
     x0 = np.ones(50)
-    phase = run_phase(f, x0, MAX_STEPS)
-    monkeypatch.setattr(lbfgs, "DIAGONAL", 0.0)
-    scalar = run_phase(f, x0, MAX_STEPS)
+    phase = run_phase(f, x0, DEFAULT.quasi_newton.MAX_STEPS)
+    tune("quasi_newton", DIAGONAL=0.0)
+    scalar = run_phase(f, x0, DEFAULT.quasi_newton.MAX_STEPS)
     assert phase.steps == scalar.steps and np.array_equal(phase.x, scalar.x)
 
 
@@ -205,14 +198,14 @@ def test_the_step_limit_holds_where_d_is_at_least_the_memory(d):
     x0 = np.ones(d)
     phase = QuasiNewtonPhase(x0, float(np.linalg.norm(x0)), f(x0), recheck=False)
     drive(phase, f, 10_000)
-    if d < MEMORY:
-        assert phase.max_steps == SMALL_D_STEPS
+    if d < DEFAULT.quasi_newton.MEMORY:
+        assert phase.max_steps == DEFAULT.quasi_newton.SMALL_D_STEPS
         assert phase.ended in ("line search", "no decrease", "short steps")
-        assert MAX_STEPS < phase.steps < SMALL_D_STEPS
+        assert DEFAULT.quasi_newton.MAX_STEPS < phase.steps < DEFAULT.quasi_newton.SMALL_D_STEPS
         assert f(np.asarray(phase.x)) < 1e-50
     else:
-        assert phase.max_steps == MAX_STEPS
-        assert phase.ended == "steps" and phase.steps == MAX_STEPS
+        assert phase.max_steps == DEFAULT.quasi_newton.MAX_STEPS
+        assert phase.ended == "steps" and phase.steps == DEFAULT.quasi_newton.MAX_STEPS
 
 
 def attractive_sector(instance: int):
@@ -239,7 +232,7 @@ def test_short_steps_in_a_row_end_the_phase():
     for length in (0.5 * h, 0.99 * h, h, 0.5 * h, 0.5 * h, 0.5 * h):
         phase._short_steps(length)
         ends.append((phase.short, phase.ended))
-    assert quasi_newton.SHORT_STEPS == 3
+    assert DEFAULT.quasi_newton.SHORT_STEPS == 3
     assert ends == [(1, None), (2, None), (0, None), (1, None), (2, None), (3, "short steps")]
     assert phase.converged
 
@@ -264,14 +257,14 @@ def test_a_phase_that_crawls_below_its_differences_resolution_ends():
     assert res.status == 0 and res.quasi_newton["nfev"] < 600
 
 
-def test_after_skipped_pairs_the_phase_drops_them_and_doubles_its_steps(monkeypatch):
+def test_after_skipped_pairs_the_phase_drops_them_and_doubles_its_steps(tune):
     """On a concave f every step decreases f more than its slope predicted and every secant
     pair shows negative curvature (skipped). A pair left from elsewhere (curvature 1e6) keeps
     the steps at 1e-6 of the gradient: after `SKIPPED_PAIRS` such steps in a row the phase
     drops it, and without pairs each next step is twice the last, up to the first step's
     0.1 l. (The line search's own lengthening, `MAX_EXPANSIONS`, is off here: the next test
     is its.)"""
-    monkeypatch.setattr(quasi_newton, "MAX_EXPANSIONS", 0)
+    tune("quasi_newton", MAX_EXPANSIONS=0)
     length = 1.0
     x0 = np.array([1.0, -0.5, 0.25])
 
@@ -288,9 +281,9 @@ def test_after_skipped_pairs_the_phase_drops_them_and_doubles_its_steps(monkeypa
             lengths.append(float(np.linalg.norm(np.asarray(phase.x) - x)))
             x = np.asarray(phase.x)
     assert phase.ended is None and not phase.pairs
-    stale = lengths[: quasi_newton.SKIPPED_PAIRS]  # 1e-6 |g| in the phase's unit of f
+    stale = lengths[: DEFAULT.quasi_newton.SKIPPED_PAIRS]  # 1e-6 |g| in the phase's unit of f
     assert stale[0] < 1e-5 and stale == pytest.approx([stale[0]] * len(stale), rel=1e-4)
-    grown = np.array(lengths[quasi_newton.SKIPPED_PAIRS - 1 :])
+    grown = np.array(lengths[DEFAULT.quasi_newton.SKIPPED_PAIRS - 1 :])
     capped = np.minimum(2.0 ** np.arange(grown.size) * grown[0], 0.1 * length)
     np.testing.assert_allclose(grown, capped, rtol=1e-9)
     assert grown[-1] == pytest.approx(0.1 * length, rel=1e-12)
@@ -324,8 +317,12 @@ def test_a_step_that_fell_at_least_linearly_is_doubled_in_its_line_search(tmp_pa
     for p in (phase, resumed):
         drive(p, concave, 7)
         assert p.steps == 1 and not p.searching and p.expanding is None
-        np.testing.assert_array_equal(np.asarray(p.x), x0 + 2.0**MAX_EXPANSIONS * first)
-    assert phase.nfev - 3 == MAX_EXPANSIONS + 1  # (the gradient: d, f(x0) given)
+        np.testing.assert_array_equal(
+            np.asarray(p.x), x0 + 2.0**DEFAULT.quasi_newton.MAX_EXPANSIONS * first
+        )
+    assert (
+        phase.nfev - 3 == DEFAULT.quasi_newton.MAX_EXPANSIONS + 1
+    )  # (the gradient: d, f(x0) given)
     assert resumed.nfev == phase.nfev
 
     def bowl(x):  # concave out to |x - x0| = 1e-4 along p, then steep
@@ -354,13 +351,13 @@ def test_a_skipped_step_that_fell_less_than_linearly_breaks_the_count():
         phase._direction()
         counts.append(phase.skipped)
         kept.append(len(phase.pairs))
-    assert quasi_newton.SKIPPED_PAIRS == 3
+    assert DEFAULT.quasi_newton.SKIPPED_PAIRS == 3
     assert counts == [1, 0, 1, 2, 3] and kept == [1, 1, 1, 1, 0]
     # without pairs the trial is twice the last step's length
     assert phase.alpha * phase.p_norm == pytest.approx(2e-3, rel=1e-12)
 
 
-def test_a_phase_on_the_box_maps_fold_leaves_it_after_skipped_pairs(monkeypatch):
+def test_a_phase_on_the_box_maps_fold_leaves_it_after_skipped_pairs(monkeypatch, tune):
     """COCO's f6 at d = 2 (instance 1, its start, ``rng=0``) in its box ``[-5, 5]^2``: the
     phase's third step lands beyond the fold at ``x_1 = 5``, where ``f o phi`` is concave
     along ``z_1``; its secant pairs there are all skipped, and the pairs from the steep start
@@ -385,10 +382,10 @@ def test_a_phase_on_the_box_maps_fold_leaves_it_after_skipped_pairs(monkeypatch)
 
     res = run()
     assert res.success and res.fun - f_opt < 1e-6 and res.nfev < 1000
-    monkeypatch.setattr(quasi_newton, "SKIPPED_PAIRS", 10**9)
+    tune("quasi_newton", SKIPPED_PAIRS=10**9)
     expanded = run()
     assert expanded.success and expanded.fun - f_opt < 1e-6 and expanded.nfev < 1000
-    monkeypatch.setattr(quasi_newton, "MAX_EXPANSIONS", 0)
+    tune("quasi_newton", MAX_EXPANSIONS=0)
     crawled = run()
     assert crawled.status == 1 and crawled.quasi_newton["nfev"] > 1900
     assert crawled.fun - f_opt > 10
@@ -406,7 +403,7 @@ def test_a_phase_cut_by_its_step_limit_resumes_where_the_method_found_nothing_lo
     opt = zovh_opt.Optimizer(x0, rng=0, options={"maxfev": 10_000, "disp": True})
     res = opt.run(f)
     phase = res.quasi_newton
-    assert phase["resumes"] == 1 and phase["nit"] > MAX_STEPS
+    assert phase["resumes"] == 1 and phase["nit"] > DEFAULT.quasi_newton.MAX_STEPS
     assert phase["ended"] in ("no decrease", "line search", "short steps") and res.fun < 1e-6
     assert capsys.readouterr().out.count("quasi-Newton phase resumed at nit") == 1
     assert opt._parts.quasi_newton.converged and not opt._parts.quasi_newton.stalled
@@ -419,7 +416,10 @@ def test_a_method_that_found_a_lower_value_keeps_the_run_after_the_step_limit():
     f = lambda x: float(np.sum((np.arange(1, d + 1) * x) ** 12))  # noqa: E731
     res = zovh_opt.minimize(f, np.ones(d), rng=0, options={"maxfev": 20_000})
     phase = res.quasi_newton
-    steps = {"nit": MAX_STEPS, "nfev": 14 * MAX_STEPS}  # a gradient, its recheck, a trial
+    steps = {
+        "nit": DEFAULT.quasi_newton.MAX_STEPS,
+        "nfev": 14 * DEFAULT.quasi_newton.MAX_STEPS,
+    }  # a gradient, its recheck, a trial
     assert phase == {**steps, "ended": "steps", "resumes": 0, "hops": 0, "walls": 0}
     assert res.fun < 1e-70
 
@@ -467,7 +467,7 @@ def test_at_d_2_a_converged_phase_hops_to_the_lower_basin_the_method_found(capsy
     assert "phase resumed" not in printed
     assert res.fun < first.f_value - 1.0 and res.success
     three = zovh_opt.minimize(ripples, np.array([1.9, 1.1, 0.0]), rng=0)
-    assert three.quasi_newton["hops"] == 0 and HOP_DIMENSIONS == 2
+    assert three.quasi_newton["hops"] == 0 and DEFAULT.dimensions.HOP_DIMENSIONS == 2
 
 
 @pytest.mark.parametrize("condition", [1e4, 1e6])
@@ -480,7 +480,7 @@ def test_a_lower_value_at_the_phases_resolution_starts_no_new_phase(condition):
     H = R.T @ np.diag([1.0, condition]) @ R
     res = zovh_opt.minimize(lambda x: float(x @ H @ x), np.array([1.0, 0.7]), rng=0)
     assert res.quasi_newton["hops"] == 0 and res.quasi_newton["ended"] in CONVERGED
-    assert res.fun < 1e-30 and HOP_DISTANCE >= 1e-3
+    assert res.fun < 1e-30 and DEFAULT.quasi_newton.HOP_DISTANCE >= 1e-3
 
 
 def refined_quadratic(dim):
@@ -525,13 +525,13 @@ def test_a_lower_value_at_the_phases_resolution_refines_at_a_finer_scale(dim):
     _, refined = run_with_rebuilds(opt, f)
     res = opt.result()
     assert res.success and res.fun < 1e-30 and res.quasi_newton["hops"] == 0
-    assert 0 < REFINE_SCALE < 1 and REFINE_DIMENSIONS == 3
-    if dim > REFINE_DIMENSIONS:
+    assert 0 < DEFAULT.quasi_newton.REFINE_SCALE < 1 and DEFAULT.dimensions.REFINE_DIMENSIONS == 3
+    if dim > DEFAULT.dimensions.REFINE_DIMENSIONS:
         assert refined == []
         return
     assert len(refined) == 1
     _, scale, x, lowest = refined[0]
-    assert scale == pytest.approx(REFINE_SCALE) and np.array_equal(x, lowest)
+    assert scale == pytest.approx(DEFAULT.quasi_newton.REFINE_SCALE) and np.array_equal(x, lowest)
 
 
 def test_a_checkpoint_after_the_refinement_continues_bit_for_bit(tmp_path):
@@ -716,7 +716,16 @@ def test_a_failed_forward_value_is_measured_backwards_and_a_second_failure_ends_
         phase.tell([math.nan if forward and j in fail else float(f(r)) for j, r in pairs])
         if not forward:
             assert moved == sorted(fail) and all(r[j] < x0[j] for j, r in pairs)
-    assert sizes == [BLOCK, BLOCK, d - 2 * BLOCK, 3] and phase.nfev == d + 3
+    assert (
+        sizes
+        == [
+            DEFAULT.quasi_newton.BLOCK,
+            DEFAULT.quasi_newton.BLOCK,
+            d - 2 * DEFAULT.quasi_newton.BLOCK,
+            3,
+        ]
+        and phase.nfev == d + 3
+    )
     gradient = H @ x0 - b
     h = math.sqrt(np.finfo(float).eps) * np.maximum(np.abs(x0), 3.0 / math.sqrt(d))
     error = np.abs(np.asarray(phase.g) * phase.f_unit - gradient)
@@ -729,9 +738,9 @@ def test_a_failed_forward_value_is_measured_backwards_and_a_second_failure_ends_
     twice.tell([math.nan, 1.0, 1.0])
     assert twice.ended == "non-finite values"
     many = QuasiNewtonPhase(x0, 3.0, float(f(x0)), recheck=False)
-    many.tell([math.nan] * (MAX_RETRIES - 1) + [1.0])
+    many.tell([math.nan] * (DEFAULT.quasi_newton.MAX_RETRIES - 1) + [1.0])
     assert not many.done
-    many.tell([math.nan, math.nan] + [1.0] * (BLOCK - 2))
+    many.tell([math.nan, math.nan] + [1.0] * (DEFAULT.quasi_newton.BLOCK - 2))
     assert many.ended == "non-finite values"
 
 
@@ -794,7 +803,7 @@ def test_with_bounds_the_phase_runs_in_the_box_maps_coordinates():
         return res, int(reached[0]) + 1 if reached.size else math.inf
 
     res, with_phase = evaluations_to_1e_9({"maxfev": 300 * d})
-    assert res.quasi_newton["nit"] >= MIN_GRADIENTS and "jac" not in res
+    assert res.quasi_newton["nit"] >= DEFAULT.quasi_newton.MIN_GRADIENTS and "jac" not in res
     _, without = evaluations_to_1e_9({"maxfev": 300 * d, "quasi_newton": False})
     assert with_phase < 0.5 * without, (with_phase, without)
 
@@ -806,7 +815,7 @@ def test_with_bounds_the_phase_runs_in_the_box_maps_coordinates():
         {"learning_rate": 1e-3},
         {"noisy": True},
         {"quasi_newton": False},
-        {"maxfev": MIN_GRADIENTS * 11},  # too short for three gradients
+        {"maxfev": DEFAULT.quasi_newton.MIN_GRADIENTS * 11},  # too short for three gradients
         {"maxiter": 2},  # two iterations of the method: likewise
     ],
 )

@@ -3,6 +3,7 @@ against hand-tuned rates."""
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import warnings
 
@@ -11,9 +12,10 @@ import pytest
 from scipy.optimize import OptimizeWarning
 
 import zovh_opt
+from zovh_opt import tuning
 from zovh_opt._methods.zovh_preconditioned import default_pairs
-from zovh_opt._noise.monitor import PROBE  # the values at x0 of noisy='auto'
 from zovh_opt.problems import quadratic, rosenbrock
+from zovh_opt.tuning import DEFAULT
 
 D = 1000
 
@@ -133,7 +135,7 @@ def test_auto_fails_cleanly_when_the_objective_is_never_finite():
     assert res.status == 3 and "cannot be evaluated" in res.message
     # 10 iterations in a row with non-finite values, then each of the 5 restarts again
     n = 2 * default_pairs(50)  # points per iteration
-    assert res.nfev == PROBE + 6 * 10 * n + 1 and np.all(np.isfinite(res.x))
+    assert res.nfev == DEFAULT.noise.PROBE + 6 * 10 * n + 1 and np.all(np.isfinite(res.x))
     assert [r["cause"] for r in res.restarts] == ["non-finite values"] * 5
 
 
@@ -152,8 +154,9 @@ def test_a_stall_goes_on_at_a_finer_scale_before_ftol_ends_the_run(monkeypatch):
     assert res.status == 0
     assert res.restarts and all(r["cause"] == "stall" for r in res.restarts)
     assert len(res.restarts) <= 3 and "stalled (ftol)" in res.restarts[0]["reason"]
-    monkeypatch.setattr("zovh_opt._driver.safeguard.STALL_RESCALES", 0)  # ftol without the rescales
-    stopped = zovh_opt.minimize(rugged, x0, rng=0, options=method)
+    no_rescales = dataclasses.replace(tuning.DEFAULT.safeguard, STALL_RESCALES=0)
+    with tuning.using(dataclasses.replace(tuning.DEFAULT, safeguard=no_rescales)):
+        stopped = zovh_opt.minimize(rugged, x0, rng=0, options=method)  # ftol, no rescales
     assert stopped.status == 0 and stopped.fun > 10.0 and stopped.restarts == []
     assert res.fun < stopped.fun / 10
     assert stopped.nit == res.restarts[0]["nit"]  # the same run up to the first stall

@@ -12,6 +12,7 @@ import zovh_opt
 from zovh_opt._methods.step_size import StepSizeControl
 from zovh_opt._methods.zovh_preconditioned import default_pairs
 from zovh_opt.problems import quadratic
+from zovh_opt.tuning import DEFAULT
 
 
 def shifted_sphere(s):
@@ -215,17 +216,19 @@ def test_a_widened_runs_widening_falls_with_its_steps_to_one():
     """``widen(4)`` queries 4 times as far relative to the steps; the widening falls as the
     eighth root of the running step length over the first, so steps 2**-8 as long halve it
     and 2**-16 (or shorter) leave the plain spread. A run never widened keeps its spread."""
-    from zovh_opt._methods.step_size import SPREAD, WIDENING_DECAY, StepSizeControl
+    from zovh_opt._methods.step_size import StepSizeControl
 
-    assert WIDENING_DECAY == 0.125
+    assert DEFAULT.step_rule.WIDENING_DECAY == 0.125
     plain, wide = StepSizeControl(dim=5, scale=1.0), StepSizeControl(dim=5, scale=1.0)
     wide.widen(4.0)
     first = wide.step_length
     for shrink, factor in ((1, 4.0), (2.0**-8, 2.0), (2.0**-16, 1.0), (2.0**-24, 1.0)):
         plain.step_length = wide.step_length = first * shrink
-        assert wide.current_spread() == pytest.approx(factor * SPREAD, rel=1e-12)
-        assert plain.current_spread() == SPREAD
-        level = math.log2(factor * SPREAD * first * shrink / math.sqrt(5) / wide.base_smoothing)
+        assert wide.current_spread() == pytest.approx(factor * DEFAULT.step_rule.SPREAD, rel=1e-12)
+        assert plain.current_spread() == DEFAULT.step_rule.SPREAD
+        level = math.log2(
+            factor * DEFAULT.step_rule.SPREAD * first * shrink / math.sqrt(5) / wide.base_smoothing
+        )
         assert wide._step_level() == pytest.approx(level, abs=1e-9)
 
 
@@ -233,12 +236,12 @@ def test_a_widening_stays_within_its_reach():
     """``widen(16, reach)``: the widening is cut so that ``mu sqrt(d)`` starts at ``reach``
     (never below the plain spread), decays from there as any widening does, and stays within
     ``reach`` where longer steps would take it beyond; ``reach=inf`` is ``widen(16)``."""
-    from zovh_opt._methods.step_size import SPREAD, StepSizeControl
+    from zovh_opt._methods.step_size import StepSizeControl
 
     plain, unbounded = StepSizeControl(dim=5, scale=1.0), StepSizeControl(dim=5, scale=1.0)
     plain.widen(16.0)
     unbounded.widen(16.0, math.inf)
-    assert plain.__dict__ == unbounded.__dict__ and plain.spread == 16.0 * SPREAD
+    assert plain.__dict__ == unbounded.__dict__ and plain.spread == 16.0 * DEFAULT.step_rule.SPREAD
     wide = StepSizeControl(dim=5, scale=1.0)
     first = wide.step_length
     wide.widen(16.0, reach=4.0 * first)
@@ -246,11 +249,14 @@ def test_a_widening_stays_within_its_reach():
     assert wide.smoothing == pytest.approx(4.0 * first / math.sqrt(5), rel=1e-12)
     for longer, spread in ((2.0**-8, 2.0), (2.0**-24, 1.0), (2.0, 2.0), (2.0**8, 1.0)):
         wide.step_length = first * longer
-        assert wide.current_spread() == pytest.approx(spread * SPREAD, rel=1e-12)
+        assert wide.current_spread() == pytest.approx(spread * DEFAULT.step_rule.SPREAD, rel=1e-12)
         assert wide.current_spread() * wide.step_length <= max(4.0 * first, wide.step_length)
     short = StepSizeControl(dim=5, scale=1.0)
     short.widen(16.0, reach=short.step_length / 2)
-    assert short.spread == SPREAD and short.current_spread() == SPREAD
+    assert (
+        short.spread == DEFAULT.step_rule.SPREAD
+        and short.current_spread() == DEFAULT.step_rule.SPREAD
+    )
 
 
 def rastrigin(x):

@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 
 import zovh_opt
-from zovh_opt._driver.stopping import CONVERGED_WINDOW
 from zovh_opt._methods.zovh_preconditioned import default_pairs
-from zovh_opt._noise.monitor import PROBE, measurements  # x0's and the best point's values
+from zovh_opt._noise.monitor import measurements
+from zovh_opt.tuning import DEFAULT
 
 D = 40
 
@@ -29,7 +29,9 @@ def test_maxfev_is_a_hard_budget(method, extra):
         return sphere(x)
 
     per = 2 * default_pairs(D) if method == "zovh" else 4  # points per iteration
-    maxfev = PROBE + per + extra  # x0, one iteration, the final evaluation, some left over
+    maxfev = (
+        DEFAULT.noise.PROBE + per + extra
+    )  # x0, one iteration, the final evaluation, some left over
     res = zovh_opt.minimize(
         f, np.ones(D), method=method, options={"maxfev": maxfev, "maxiter": 10**6}
     )
@@ -216,18 +218,22 @@ def test_after_a_converged_phase_the_methods_first_iterations_decide(lowest, sto
     relative); else the ftol windows go on as always, the phase's value forgotten."""
     rules = rules_after_a_converged_phase(1.0)
     window = rules.options["ftol_window"]
-    assert CONVERGED_WINDOW == 10 < window == 50
+    assert DEFAULT.stopping.CONVERGED_WINDOW == 10 < window == 50
     values = np.array([1.0, 2.0])
     verdicts = [rules.after_iteration(1.5, lowest, 1.0, 1.0, 1.0, values) for _ in range(window)]
-    decided = verdicts[CONVERGED_WINDOW - 1]
-    assert verdicts[: CONVERGED_WINDOW - 1] == [None] * (CONVERGED_WINDOW - 1)
+    decided = verdicts[DEFAULT.stopping.CONVERGED_WINDOW - 1]
+    assert verdicts[: DEFAULT.stopping.CONVERGED_WINDOW - 1] == [None] * (
+        DEFAULT.stopping.CONVERGED_WINDOW - 1
+    )
     if stops:
         assert decided.status == 0
         phase = "The quasi-Newton phase converged (f = 1 at its last point), "
         assert decided.message.startswith(phase)
         assert "method's first 10 iterations" in decided.message
     else:
-        assert verdicts[CONVERGED_WINDOW - 1 :] == [None] * (window - CONVERGED_WINDOW + 1)
+        assert verdicts[DEFAULT.stopping.CONVERGED_WINDOW - 1 :] == [None] * (
+            window - DEFAULT.stopping.CONVERGED_WINDOW + 1
+        )
         assert rules.converged_value is None
         assert rules.previous_median == 1.5  # the ordinary window, compared with the next
 

@@ -10,7 +10,7 @@ from scipy.optimize import OptimizeWarning
 
 import zovh_opt
 from zovh_opt._methods.zovh_preconditioned import default_pairs
-from zovh_opt._noise.monitor import PROBE  # the values at x0 of noisy='auto'
+from zovh_opt.tuning import DEFAULT
 
 
 def sphere(x):
@@ -173,12 +173,12 @@ def test_minimum_directions_per_method(method, options, minimum):
 @pytest.mark.parametrize(
     "method, options, smallest",
     [
-        ("zovh", {"curvature": "diagonal"}, PROBE + 2 * default_pairs(D) + 1),
-        ("zovh", {}, PROBE + 4),  # the default runs the paper's iteration below 30 d
-        ("zovh", {"curvature": "off"}, PROBE + 4),
-        ("zo-sgd", {}, PROBE + 5),
-        ("hizoo", {}, PROBE + 4),
-        ("mezo", {"n_directions": 2}, PROBE + 5),
+        ("zovh", {"curvature": "diagonal"}, DEFAULT.noise.PROBE + 2 * default_pairs(D) + 1),
+        ("zovh", {}, DEFAULT.noise.PROBE + 4),  # the default runs the paper's iteration below 30 d
+        ("zovh", {"curvature": "off"}, DEFAULT.noise.PROBE + 4),
+        ("zo-sgd", {}, DEFAULT.noise.PROBE + 5),
+        ("hizoo", {}, DEFAULT.noise.PROBE + 4),
+        ("mezo", {"n_directions": 2}, DEFAULT.noise.PROBE + 5),
         # x0, the final iterate, a close comparison's more values at it and x0, then x
         ("zovh", {"curvature": "off", "noisy": True}, 3 + 4 * 10),
         ("zovh", {"curvature": "off", "product": "decoupled", "final_evaluations": 2}, 10),
@@ -254,7 +254,7 @@ def test_maxfun_is_scipys_name_for_maxfev():
         warnings.simplefilter("error")
         # five iterations of K = 3 (the paper's iteration: a budget below 30 d) and the final
         # evaluation
-        maxfun = PROBE + 5 * 3 + 1  # and x0 measured twice
+        maxfun = DEFAULT.noise.PROBE + 5 * 3 + 1  # and x0 measured twice
         res = zovh_opt.minimize(sphere, np.ones(40), options={"maxfun": maxfun})
     assert res.nfev == maxfun and res.status == 1
     with pytest.raises(ValueError, match="maxfun is another name for maxfev"):

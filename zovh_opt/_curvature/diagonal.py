@@ -32,9 +32,7 @@ from array_api_compat import device as _device
 
 from .._arrays.backend import ArraySpace, namespace_of
 from ..estimators import SymmetricOperator
-
-SHAPE_RATE = 0.05  # beta: learning rate of the model's shape (log h per iteration)
-SCALE_RATE = 0.5  # of its overall scale
+from ..tuning import active
 
 
 class DiagonalCurvature:
@@ -74,14 +72,17 @@ class DiagonalCurvature:
         mean = float(xp.mean(rho))
         if not math.isfinite(mean):  # values too large to difference: nothing learned
             return None
-        self.curvature *= math.exp(SCALE_RATE * mean)
+        self.curvature *= math.exp(active().curvature.DIAGONAL_SCALE_RATE * mean)
         rho -= mean
-        rho *= SHAPE_RATE
+        rho *= active().curvature.DIAGONAL_SHAPE_RATE
         self.shape += rho
         recentred = float(xp.mean(self.shape))
         self.shape -= recentred  # mean 0 up to rounding: keep it there
         self._refresh()
-        return math.exp((SCALE_RATE - SHAPE_RATE) * mean - recentred)
+        return math.exp(
+            (active().curvature.DIAGONAL_SCALE_RATE - active().curvature.DIAGONAL_SHAPE_RATE) * mean
+            - recentred
+        )
 
     @property
     def snapshot(self) -> Any:

@@ -19,16 +19,7 @@ from typing import Any
 
 import numpy as np
 
-FIT_MAX_DIMENSION = 20  # the fit runs up to this d (its cost: n^2 P per iteration)
-MEMORY = 3.0  # the filter remembers about this many n equations
-SCALE_PRIOR = 10.0  # prior sd of the scale, in units of the model's first c
-SHAPE_PRIOR = 0.3  # prior sd of each entry of the shape, likewise
-NOISE_FLOOR = 1e-8  # the equations' sd at least this times c d (rounding)
-SCORE_TRACK = 0.3  # weight of a batch in the running geometric mean of the relative errors
-ACCURATE = 0.01  # relative squared error of the predicted contrasts under which the fit is used
-ADOPT_RATIO = 0.5  # the model adopts the fit where its error is below this times the model's
-ADOPT_RANGE = 10.0  # a move toward the fit changes an eigenvalue by at most this factor
-BASE_ERROR = 1e-6  # the current pairs' error in the gradient's fit, relative to the largest
+from ..tuning import active
 
 
 def helmert(pairs: int) -> np.ndarray:
@@ -58,7 +49,7 @@ class CurvatureFit:
         self._walk = np.where(diagonal, 1.0, 0.5)  # Frobenius: off-diagonal variance / 2
         self.size = len(rows)
         self._contrasts = helmert(self.pairs)
-        self.forgetting = 1.0 - (self.pairs - 1) / (MEMORY * self.size)
+        self.forgetting = 1.0 - (self.pairs - 1) / (active().fit.MEMORY * self.size)
         self.entries = None  # the upper triangle of H, (n,); None before `start`
         self.covariance = None  # (n, n)
 
@@ -70,8 +61,12 @@ class CurvatureFit:
         """Begin at ``curvature * I`` with the prior of the module docstring."""
         c2 = curvature * curvature
         self.entries = curvature * self._diagonal
-        self.covariance = c2 * SCALE_PRIOR**2 * np.outer(self._diagonal, self._diagonal)
-        self.covariance[np.diag_indices(self.size)] += c2 * SHAPE_PRIOR**2 * self._walk
+        self.covariance = (
+            c2 * active().fit.SCALE_PRIOR ** 2 * np.outer(self._diagonal, self._diagonal)
+        )
+        self.covariance[np.diag_indices(self.size)] += (
+            c2 * active().fit.SHAPE_PRIOR ** 2 * self._walk
+        )
 
     def hessian(self) -> np.ndarray:
         """The fitted ``H``, ``(d, d)``."""
@@ -95,7 +90,7 @@ class CurvatureFit:
         the Kalman update."""
         if not (np.isfinite(observed).all() and np.isfinite(equations).all()):
             return
-        variance = (NOISE_FLOOR * curvature * self.dim) ** 2
+        variance = (active().fit.NOISE_FLOOR * curvature * self.dim) ** 2
         covariance = self.covariance
         covariance /= self.forgetting
         innovation = observed - equations @ self.entries
@@ -159,14 +154,14 @@ class FitScores:
     @property
     def adopt(self) -> bool:
         """Whether the model should move toward the fit."""
-        return self.fit < ACCURATE and self.fit < ADOPT_RATIO * self.model
+        return self.fit < active().fit.ACCURATE and self.fit < active().fit.ADOPT_RATIO * self.model
 
     @property
     def accurate(self) -> bool:
         """Whether the better of the two predicts the batches within ``ACCURATE`` (relative
         squared error): the kept pairs can be moved to ``x`` well enough for the gradient's
         least-squares fit."""
-        return min(self.model, self.fit) < ACCURATE
+        return min(self.model, self.fit) < active().fit.ACCURATE
 
     @property
     def error(self) -> float:
@@ -186,7 +181,7 @@ def _track(mean: float, value: float) -> float:
     value = math.log(max(value, 1e-300))
     if math.isnan(mean):
         return math.exp(value)
-    return math.exp(math.log(mean) + SCORE_TRACK * (value - math.log(mean)))
+    return math.exp(math.log(mean) + active().fit.SCORE_TRACK * (value - math.log(mean)))
 
 
 def least_squares_gradient(

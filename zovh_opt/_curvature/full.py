@@ -21,11 +21,7 @@ from typing import Any
 import numpy as np
 
 from .._arrays.backend import ArraySpace
-
-SCALE_RATE = 0.5  # of the overall scale, as the diagonal model's
-SHAPE_CLIP = 0.3  # the largest change of a log-eigenvalue of the shape in one update
-REFRESH = 1  # W^{-1} is formed again from W every REFRESH * d updates
-SHAPE_RATE_CAP = 0.15  # the largest shape rate (binds up to d = 5: `shape_rate`)
+from ..tuning import active
 
 
 def shape_rate(dim: int, pairs: int) -> float:
@@ -47,7 +43,7 @@ def shape_rate(dim: int, pairs: int) -> float:
     rate 0.05 as the cap COCO's ill-conditioned functions took 10-50 % more evaluations at
     d = 2 and 5; higher caps (0.25, none) made more runs from a bound of a box (whose map
     is not convex near it) stall at d = 3."""
-    return min(SHAPE_RATE_CAP, 1.5 * pairs / (dim + 1) ** 2)
+    return min(active().curvature.SHAPE_RATE_CAP, 1.5 * pairs / (dim + 1) ** 2)
 
 
 class FullCurvature:
@@ -135,13 +131,15 @@ class FullCurvature:
         small = (Y * root).T @ (weights[:, None] / c * (Y * root))
         values, vectors = np.linalg.eigh(0.5 * (small + small.T))
         mean = min(1.0, max(-1.0, float(values.sum()) / d))
-        self.curvature = c * math.exp(SCALE_RATE * mean)
+        self.curvature = c * math.exp(active().curvature.FULL_SCALE_RATE * mean)
         # the shape's exponent S = clip(beta (X - mean I)), less its trace t / d: on the
         # eigenvectors G = Q V (d x r) of X beta (lambda - mean) clipped, elsewhere
         # -beta mean; W <- W exp(-S / 2) = e^{(beta mean + t/d) / 2} (W + W G diag(e^{-(rho +
         # beta mean) / 2} - 1) G^T)
         beta = self.rate
-        rho = np.clip(beta * (values - mean), -SHAPE_CLIP, SHAPE_CLIP)
+        rho = np.clip(
+            beta * (values - mean), -active().curvature.SHAPE_CLIP, active().curvature.SHAPE_CLIP
+        )
         trace = (float(rho.sum()) - (d - len(rho)) * beta * mean) / d
         G = U.T @ space.from_host(Y / root @ vectors)
         shrink = np.exp(-0.5 * (rho + beta * mean))
@@ -153,7 +151,7 @@ class FullCurvature:
         W *= overall
         Wi /= overall
         self.updates += 1
-        if self.updates >= REFRESH * d:
+        if self.updates >= active().curvature.REFRESH * d:
             Wi = xp.linalg.inv(W)
             self.updates = 0
         self.whitening, self.inverse_whitening = W, Wi

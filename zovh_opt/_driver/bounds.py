@@ -30,10 +30,10 @@ import numpy as np
 from scipy.optimize import Bounds, OptimizeWarning
 
 from .._arrays.backend import ArraySpace
+from ..tuning import active
 
 __all__ = ["Box", "box_of"]
 
-MARGIN = 0.05  # of the interval's width (finite), or of max(|bound|, scale) (one-sided)
 SPARSE = 0.05  # fold only the entries outside the identity part when they are this few
 
 
@@ -149,8 +149,12 @@ class Box:
         both = has_lower & has_upper
         # halves first: the width of a box wider than the largest float is not formed
         half = np.where(both, upper / 2 - lower / 2, 0.0)
-        margin_lower = np.where(both, 2 * MARGIN * half, MARGIN * self._one_sided(lower))
-        margin_upper = np.where(both, 2 * MARGIN * half, MARGIN * self._one_sided(upper))
+        margin_lower = np.where(
+            both, 2 * active().box.MARGIN * half, active().box.MARGIN * self._one_sided(lower)
+        )
+        margin_upper = np.where(
+            both, 2 * active().box.MARGIN * half, active().box.MARGIN * self._one_sided(upper)
+        )
         fixed = both & (half == 0)
         # finite stand-ins where a bound is open, so no inf - inf is ever formed
         low = np.where(has_lower, lower, 0.0)
@@ -347,7 +351,7 @@ class Box:
             distances = np.where(has_lower, x - lower, upper - x)
             margin_scales = self._one_sided(np.where(has_lower, lower, upper))
         scales = np.where(has_lower & has_upper, widths, distances)
-        near = ~(has_lower & has_upper) & (distances < MARGIN * margin_scales)
+        near = ~(has_lower & has_upper) & (distances < active().box.MARGIN * margin_scales)
         told = ~near & np.isfinite(scales) & (scales > 0)
         if near.any() and told.any():  # the others' root mean square, as `one_sided_scales`
             scales = np.where(near, _root_mean_square(scales[told]), scales)

@@ -20,15 +20,10 @@ import numpy as np
 
 from .._arrays.backend import ArraySpace, namespace_of, norm, to_numpy
 from .._curvature.diagonal import DiagonalOperator
-from .._methods.step_size import INITIAL_STEP, length_scale
+from .._methods.step_size import length_scale
+from ..tuning import active
 from .bounds import Box, box_of
 from .lbfgs import LbfgsInverse
-
-# the quasi-Newton phase's difference steps stay within this fraction of the box map's margin
-# (the parabola near a bound): a float32 step sqrt(eps) |z| of a coordinate far from 0 in a
-# narrow box crossed the fold, and the phase ended on "short steps" above the minimum (theory
-# page, *A wall is not a minimum*)
-DIFFERENCE_IN_MARGIN = 0.1
 
 __all__ = ["Coordinates", "run_unit"]
 
@@ -153,7 +148,7 @@ class Coordinates:
         """The step rule's first step over the length scale: the method's own (``None``),
         or in a box the rule's `INITIAL_STEP` (the box map folds f at the faces, where the
         full model's longer first step made runs from a face stall)."""
-        return None if self.box is None else INITIAL_STEP
+        return None if self.box is None else active().step_rule.INITIAL_STEP
 
     def narrowest_width(self) -> float:
         """The narrowest width ``u - l`` of the box's finite intervals (fixed variables
@@ -191,7 +186,7 @@ class Coordinates:
         across (float32: ``sqrt(eps) |z|``); ``None`` without a box."""
         if self.box is None:
             return None
-        caps = DIFFERENCE_IN_MARGIN * self.box.margins / self.unit
+        caps = active().quasi_newton.DIFFERENCE_IN_MARGIN * self.box.margins / self.unit
         if self.x_scale is not None:
             caps = caps / np.asarray(to_numpy(self.x_scale), dtype=np.float64)
         return caps

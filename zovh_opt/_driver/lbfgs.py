@@ -18,14 +18,9 @@ import numpy as np
 
 from .._arrays.backend import namespace_of, quiet_overflow
 from ..estimators import SymmetricOperator
+from ..tuning import active
 
-__all__ = ["DIAGONAL", "LbfgsInverse", "initial_matrix", "inverse_times"]
-
-# the two-loop recursion's H0 is diagonal where that diagonal, fitted on the older pairs,
-# predicts the newest pair with this fraction of the scalar's squared error (`initial_matrix`;
-# a separable quadratic of condition 1e4 at d = 1000 solved in 12-19 steps, where the scalar's
-# 99 steps ended 28 above; COCO's rotated functions rarely go below 0.5: theory page)
-DIAGONAL = 0.1
+__all__ = ["LbfgsInverse", "initial_matrix", "inverse_times"]
 
 
 def inverse_times(g: Any, pairs: list[tuple[Any, Any, float]], xp: Any, h0: Any = None) -> Any:
@@ -64,7 +59,7 @@ def initial_matrix(pairs: list[tuple[Any, Any, float]], xp: Any) -> Any:
     with quiet_overflow():
         error_diagonal = float(xp.sum((s - _ratios(sy, yy, scalar_older, xp) * y) ** 2))
         error_scalar = float(xp.sum((s - scalar_older * y) ** 2))
-    if error_diagonal < DIAGONAL * error_scalar:
+    if error_diagonal < active().quasi_newton.DIAGONAL * error_scalar:
         return _ratios(sy + s * y, yy + y * y, scalar, xp)  # all kept pairs' sums
     return scalar
 

@@ -25,33 +25,12 @@ from scipy.optimize import OptimizeResult
 
 from .._arrays.backend import ArraySpace, to_numpy
 from .._methods.step_size import length_scale
+from ..tuning import active
 from .bounds import host_bounds
 from .optimizer import Optimizer
 from .stopping import FAILED, SUCCESS, BudgetTooSmall
 
 __all__ = ["checked_new_starts", "minimize_with_new_starts"]
-
-SPREAD_GROWTH = 2.0  # the spread of the k-th new start is SPREAD_GROWTH**(k - 1) times l / sqrt(d)
-# the j-th widened new start queries min(WIDENING_LIMIT, WIDENING**j) times as far from its centre,
-# relative to its steps, as a first run: it descends f smoothed at a coarser scale
-WIDENING, WIDENING_LIMIT = 4.0, 64.0
-# in a box a widened new start's queries reach at most this fraction of its narrowest width
-# from their centre, per coordinate (mu <= BOX_REACH w): the box map repeats f with a period
-# of about 2 w, and f smoothed at that scale is flat (COCO bbob with its box given as
-# bounds, d = 5: widened starts reading noise as slope wandered the box)
-BOX_REACH = 0.1
-# up to this d every new start is a run like the first (the quasi-Newton phase), not widened:
-# measured at d = 2, 3 (local better) and 5 (widened better) on COCO bbob; above it the two
-# regimes alternate by the evaluations each has spent (`_regime`)
-LOCAL_DIMENSIONS = 3
-# up to PERTURBED_DIMENSIONS a new start after the first PERTURBED_AFTER runs begins near the
-# best answer (`BasinHops`) where such starts have spent at most PERTURBED_SHARE times the
-# evaluations of the local ones from new points (COCO bbob, 1000 d, medians over seeds: d = 2
-# 0.808 with 0.5 against 0.797 with 1, 0.807 with 0.25 and 0.795 without; d = 3 0.665 against
-# 0.680 without)
-PERTURBED_DIMENSIONS = 2
-PERTURBED_SHARE = 0.5
-PERTURBED_AFTER = 2
 
 
 def checked_new_starts(value: Any) -> int:
@@ -87,7 +66,7 @@ def _start(
         start = centre + radius / math.sqrt(d) * draws.standard_normal(d)
     else:
         length = length_scale(float(np.linalg.norm(host)), d)
-        spread = SPREAD_GROWTH ** (k - 1) * length / math.sqrt(d)
+        spread = active().new_starts.SPREAD_GROWTH ** (k - 1) * length / math.sqrt(d)
         start = host + spread * draws.standard_normal(d)
     if bounds is not None:
         lower, upper = host_bounds(bounds, d)
@@ -199,7 +178,8 @@ def widened_pairs(pairs: int, widening: float) -> int:
 def widening_of(j: int) -> float:
     """The factor of the ``j``-th widened new start's queries, ``min(WIDENING_LIMIT,
     WIDENING**j)``: 4, 16, 64, 64, ..."""
-    return min(WIDENING_LIMIT, WIDENING**j)
+    tuning = active().new_starts
+    return min(tuning.WIDENING_LIMIT, tuning.WIDENING**j)
 
 
 def new_start(
@@ -229,7 +209,7 @@ def new_start(
         return None
     if widening is not None:  # smooths at a coarser scale, within the box
         width = optimizer._parts.coordinates.narrowest_width()
-        reach = BOX_REACH * width * math.sqrt(start.shape[0])
+        reach = active().new_starts.BOX_REACH * width * math.sqrt(start.shape[0])
         optimizer._parts.method.widen(widening, reach)
     return optimizer
 
@@ -267,9 +247,16 @@ def _regime(results: list[OptimizeResult], regimes: list[str]) -> str:
     spent no more evaluations than the local ones, else ``"local"`` (BIPOP's budget rule; the
     first run counts for neither)."""
     spent, d = spent_by_regime(results, regimes), results[0].x.shape[0]
-    if d <= PERTURBED_DIMENSIONS and len(results) >= PERTURBED_AFTER:
-        return "perturbed" if spent["perturbed"] <= PERTURBED_SHARE * spent["local"] else "local"
-    if d <= LOCAL_DIMENSIONS:
+    if (
+        d <= active().dimensions.PERTURBED_DIMENSIONS
+        and len(results) >= active().new_starts.PERTURBED_AFTER
+    ):
+        return (
+            "perturbed"
+            if spent["perturbed"] <= active().new_starts.PERTURBED_SHARE * spent["local"]
+            else "local"
+        )
+    if d <= active().dimensions.LOCAL_DIMENSIONS:
         return "local"
     return "widened" if spent["widened"] <= spent["local"] else "local"
 

@@ -21,77 +21,11 @@ from typing import Any
 
 from .._arrays.backend import ArraySpace, norm
 from .._noise.monitor import repeats
+from ..tuning import active
 from .coordinates import power_of_two_near
 from .lbfgs import LbfgsInverse, initial_matrix, inverse_times
 
 __all__ = ["QuasiNewtonPhase"]
-
-MEMORY = 10  # secant pairs kept (L-BFGS-B's default m)
-BLOCK = 64  # points of one gradient ask at most: the asks' memory is BLOCK d floats
-FIRST_STEP = 0.1  # the first trial step's length over the length scale l
-ARMIJO = 1e-4  # sufficient decrease: f(x + a p) <= f(x) + ARMIJO a g'p
-BACKTRACKS = 30  # trials of one line search before the phase ends
-# a failed line search whose last, shortest trial its slope promised a decrease of this much of
-# |f| (relative) met a wall or a jump of f that a forward difference crossed, not a minimum:
-# the phase ends without converging and the method takes over at its own scale (theory page,
-# *A wall is not a minimum*); a smooth f keeps its promise at such a step
-WALL = 1e-4
-MAX_RETRIES = BLOCK  # coordinates of a gradient measured backwards after a failed forward
-# value, in one ask; more failures than that end the phase (f fails there, not sporadically)
-MIN_GRADIENTS = 3  # the phase runs where maxfev pays for this many gradients at least
-MAX_STEPS = 200  # and ends after this many steps where d >= MEMORY: an objective not solved
-# by then is mostly one whose conditioning the method's curvature model learns better than
-# MEMORY secant pairs (COCO f2, f10 at d = 40 lost with 400; where the method does no better,
-# the phase resumes: `resume_phase`); where d < MEMORY the pairs span the space (close to full
-# BFGS) and on COCO bbob (f6, f12: docs' theory page) the phase did better than the model:
-# SMALL_D_STEPS
-SMALL_D_STEPS = 1000
-# up to this d, where the method's first iterations after a converged phase found a lower
-# value at least HOP_DISTANCE l from its point, the phase runs again from there (`hop`; COCO
-# bbob, 1000 d: at d = 2 more solved on instances 1-5 and 6-10, at d = 3 more on one and
-# fewer on the other, at d = 5 fewer: the method's smoothing finds Rastrigin's basin there)
-HOP_DIMENSIONS = 2
-HOP_DISTANCE = 1e-3  # the phase's false convergences: 1e-8 to 6e-5 l, new basins 0.07 to 2.5 l
-# up to REFINE_DIMENSIONS, where the lower value lies within HOP_DISTANCE l (the phase's own
-# resolution: often one of its differences, 4e-8 l away on COCO f12 at d = 2), the method
-# starts again from it at REFINE_SCALE l (`_refine`): at the kick's scale it went on for the
-# budget left (f12: rejected and accepted trials as coin flips drifted out to f ~ 1e48;
-# Weierstrass's f16: a crawl), at 0.03 l it refines (COCO bbob: more solved at d = 2 and 3,
-# level at d = 5; theory page, *Refining after the kick up to d = 3*)
-REFINE_SCALE = 0.03
-REFINE_DIMENSIONS = 3
-# a converged phase whose steps since x0 were at most h / ARMIJO long is stalled (its point no
-# length scale for the method) where its first step decreased f by less than this fraction of
-# the slope's prediction (`QuasiNewtonPhase.stalled`): ruggedness read as slope gave 1e-4 to
-# 0.012 (hashed and crc32 ruggedness, noise with noisy=False), smooth minima that close 0.1 to
-# 0.57 (COCO bbob's phases from restarts at d = 2, Weierstrass's f16 at d = 10 to 40)
-STALLED_RATIO = 0.05
-# the phase ends after this many accepted steps in a row shorter than its difference step h:
-# below h the differences no longer resolve f's slope, and on a function rugged at every
-# scale (Weierstrass's f16 at d = 2, after a hop) each such step still decreased f by a
-# little, so that the phase crawled 1 450 of the run's 2 000 evaluations in steps of 3e-9
-SHORT_STEPS = 3
-# ... and that end is a convergence only where eps is at most this: in float32 h is 3.4e-4
-# of |x|, and a phase crawling below it on a box of mixed widths (1e-2 to 1.5) had the
-# minimum 0.83 of a width away (issue #67); the method then decides by its own stops
-SHORT_STEPS_MAX_EPS = 1e-12
-# the phase drops its secant pairs after this many steps in a row that decreased f at least
-# as much as their slope predicted and whose pair showed no positive curvature (skipped):
-# f is concave or linear along them, the pairs describe another region, and the steps they
-# scale can stay that region's length (COCO f6 at d = 2 in a box: 494 steps of 4e-4 on a
-# concave stretch of the box map's fold, 37 above the minimum); the next trial is then twice
-# the last step's length. Steps that decreased f less break the run (Katsuura's f23 at d = 2
-# lost 0.49 to 0.37 of its targets without this condition); two in a row dropped the pairs
-# of f10's valley at d = 2 on T_osz's ripples (0.98 to 0.81), three did not (theory page)
-SKIPPED_PAIRS = 3
-# a line search's first trial that decreased f at least as much as its slope predicted (f
-# linear or concave along it: the line's minimum lies beyond it) is followed by a trial at
-# twice its step, doubling while each is lower than the last and fell so too, at most this
-# many times; the lowest is the step (Moré and Thuente's search lengthens a step until the
-# curvature condition holds; the Armijo search alone never does). COCO bbob, 1000 d: ahead at
-# d = 10 and 20, level at d = 2 and 5; with a ratio of 0.75 (half the line's minimum on a
-# quadratic) d = 5 lost Katsuura's f23 (theory page)
-MAX_EXPANSIONS = 10
 
 
 class QuasiNewtonPhase:
@@ -187,7 +121,7 @@ class QuasiNewtonPhase:
         (where eps is at most `SHORT_STEPS_MAX_EPS`), a failed line search, or a zero
         gradient."""
         if self.ended == "short steps":
-            return self.eps <= SHORT_STEPS_MAX_EPS
+            return self.eps <= active().quasi_newton.SHORT_STEPS_MAX_EPS
         return self.ended in ("no decrease", "line search", "zero gradient")
 
     @property
@@ -208,7 +142,10 @@ class QuasiNewtonPhase:
         length scale (theory page, *The quasi-Newton phase*)."""
         if not self.converged or self.steps == 0:  # no step: the method starts at x0 itself
             return False
-        return self.longest <= self.difference_step / ARMIJO and self.first_ratio < STALLED_RATIO
+        return (
+            self.longest <= self.difference_step / active().quasi_newton.ARMIJO
+            and self.first_ratio < active().quasi_newton.STALLED_RATIO
+        )
 
     @property
     def difference_step(self) -> float:
@@ -227,7 +164,11 @@ class QuasiNewtonPhase:
     def max_steps(self) -> int:
         """The steps after which the phase ends: `MAX_STEPS`, or `SMALL_D_STEPS` where
         ``d < MEMORY``."""
-        return SMALL_D_STEPS if self.dim < MEMORY else MAX_STEPS
+        return (
+            active().quasi_newton.SMALL_D_STEPS
+            if self.dim < active().quasi_newton.MEMORY
+            else active().quasi_newton.MAX_STEPS
+        )
 
     @property
     def _retrying(self) -> bool:
@@ -246,9 +187,9 @@ class QuasiNewtonPhase:
             return 1
         if self._retrying:
             return len(self.retry)
-        return min(BLOCK - int(self._with_centre()), self.dim - self.measured) + int(
-            self._with_centre()
-        )
+        return min(
+            active().quasi_newton.BLOCK - int(self._with_centre()), self.dim - self.measured
+        ) + int(self._with_centre())
 
     def _in_unit(self, values: list[float]) -> list[float]:
         """``values`` over the phase's unit of ``f``, fixed by the first finite nonzero one (so
@@ -339,7 +280,10 @@ class QuasiNewtonPhase:
                 return False
         start, n = self.measured, len(values)
         failed = [start + i for i, v in enumerate(values) if not math.isfinite(v)]
-        if not math.isfinite(self.fx) or len(self.retry) + len(failed) > MAX_RETRIES:
+        if (
+            not math.isfinite(self.fx)
+            or len(self.retry) + len(failed) > active().quasi_newton.MAX_RETRIES
+        ):
             self.ended = "non-finite values"
             return False
         self.retry += failed  # (their differences are 0 until measured backwards)
@@ -378,11 +322,11 @@ class QuasiNewtonPhase:
             s, y = self.x - self.previous[0], self.g - self.previous[1]
             sy, yy = float(xp.sum(s * y)), float(xp.sum(y * y))
             if sy > 1e-10 * yy and math.isfinite(sy):
-                self.pairs = [*self.pairs[-(MEMORY - 1) :], (s, y, 1.0 / sy)]
+                self.pairs = [*self.pairs[-(active().quasi_newton.MEMORY - 1) :], (s, y, 1.0 / sy)]
                 self.skipped = 0
             else:
                 self.skipped = self.skipped + 1 if self.ratio >= 1 else 0
-                if self.skipped >= SKIPPED_PAIRS:
+                if self.skipped >= active().quasi_newton.SKIPPED_PAIRS:
                     self.pairs, restart = [], 2 * norm(s, xp)
         self.p = -inverse_times(self.g, self.pairs, xp)
         self.slope = float(xp.sum(self.g * self.p))
@@ -393,7 +337,8 @@ class QuasiNewtonPhase:
             self.ended = "zero gradient"
             return
         self.p_norm = norm(self.p, xp)
-        length = FIRST_STEP * self.length  # without pairs: the first step's, or after a drop
+        # without pairs: the first step's, or after a drop
+        length = active().quasi_newton.FIRST_STEP * self.length
         if 0 < restart < length:  # twice the last step's, where that is shorter
             length = restart
         self.alpha = 1.0 if self.pairs else length / self.p_norm
@@ -406,15 +351,22 @@ class QuasiNewtonPhase:
         if self.expanding is not None:
             self._expanded(value)
             return
-        if math.isfinite(value) and value <= self.fx + ARMIJO * self.alpha * self.slope:
-            if self.trials == 1 and self._fell_linearly(value) and MAX_EXPANSIONS > 0:
+        if (
+            math.isfinite(value)
+            and value <= self.fx + active().quasi_newton.ARMIJO * self.alpha * self.slope
+        ):
+            if (
+                self.trials == 1
+                and self._fell_linearly(value)
+                and active().quasi_newton.MAX_EXPANSIONS > 0
+            ):
                 self.expanding, self.alpha = (self.alpha, value, 0), 2.0 * self.alpha
                 return
             self._accept(value)
             return
-        if self.trials >= BACKTRACKS:
+        if self.trials >= active().quasi_newton.BACKTRACKS:
             promised = -self.alpha * self.slope
-            wall = promised > WALL * max(abs(self.fx), abs(self.f_start))
+            wall = promised > active().quasi_newton.WALL * max(abs(self.fx), abs(self.f_start))
             self.ended = "wall" if wall else "line search"
             self.walls += wall
             return
@@ -438,7 +390,7 @@ class QuasiNewtonPhase:
         holds.)"""
         alpha, lowest, doublings = self.expanding
         if math.isfinite(value) and value < lowest:
-            if self._fell_linearly(value) and doublings + 1 < MAX_EXPANSIONS:
+            if self._fell_linearly(value) and doublings + 1 < active().quasi_newton.MAX_EXPANSIONS:
                 self.expanding = (self.alpha, value, doublings + 1)
                 self.alpha *= 2.0
                 return
@@ -473,7 +425,7 @@ class QuasiNewtonPhase:
         """After a step of ``length`` that decreased ``f``: the end of the phase at the
         `SHORT_STEPS`-th step in a row shorter than its difference step ``h``."""
         self.short = self.short + 1 if length < self.difference_step else 0
-        if self.short >= SHORT_STEPS:
+        if self.short >= active().quasi_newton.SHORT_STEPS:
             self.ended = "short steps"
 
     def resume(self) -> None:

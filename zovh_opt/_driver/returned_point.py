@@ -16,7 +16,6 @@ from collections.abc import Callable
 from typing import Any
 
 from .._noise.centre_average import CentreAverage
-from .._noise.monitor import FRESH_SHARE
 from .._noise.samples import (
     finite_mean,
     finite_median,
@@ -24,6 +23,7 @@ from .._noise.samples import (
     sample_std,
     significantly_lower,
 )
+from ..tuning import active
 
 __all__ = ["ReturnedPoint", "mean"]
 
@@ -141,7 +141,9 @@ class ReturnedPoint:
         the returned point takes, and at most what a close comparison with ``x0`` adds (both
         within what was reserved for them: all of it where ``maxfev`` ended the run, less
         where ``maxiter``, ``maxtime`` or a tolerance ended it earlier)."""
-        share = -(-self.ended_at // (FRESH_SHARE - 2))  # of ended_at and the 2 shares
+        share = -(
+            -self.ended_at // (active().noise.FRESH_SHARE - 2)
+        )  # of ended_at and the 2 shares
         return max(self.per_point, share)
 
     def _extension(self) -> int:

@@ -17,17 +17,11 @@ import math
 import sys
 from typing import Any
 
-from .._noise.robust import FAR_ABOVE_SHRINK, far_above
+from .._noise.robust import far_above
+from ..tuning import active
 from .stopping import FAILED, Stop
 
 __all__ = ["Safeguard"]
-
-GROWTH = 100.0  # f estimate above its minimum by this many times its scale: divergence
-BACKOFF = 0.25  # step (learning rate, with "auto" also smoothing radius) cut at each restart
-FAILED_IN_A_ROW = 10  # iterations with a non-finite value dropped before that is a failure
-# a stall at one scale is not convergence: the step rule first goes on this many times with
-# steps (and smoothing radius) this much shorter before ftol ends the run
-STALL_RESCALES, STALL_FACTOR = 3, 0.1
 
 
 class Safeguard:
@@ -65,12 +59,12 @@ class Safeguard:
         """An iteration with ``bad`` of its ``n`` values missing: the failure, once
         `FAILED_IN_A_ROW` such iterations came in a row, else ``None``."""
         self.failed_in_a_row += 1
-        if self.failed_in_a_row < FAILED_IN_A_ROW:
+        if self.failed_in_a_row < active().safeguard.FAILED_IN_A_ROW:
             return None
         self.failed_in_a_row = 0
         return (
-            f"function values were not finite in {FAILED_IN_A_ROW} iterations in a row "
-            f"({bad} of {n} in the last)"
+            f"function values were not finite in {active().safeguard.FAILED_IN_A_ROW} iterations "
+            f"in a row ({bad} of {n} in the last)"
         )
 
     def finite(self, f_estimate: float, values: list[float]) -> bool:
@@ -98,14 +92,14 @@ class Safeguard:
         if not far_above(values, lowest, noise.start_scale):
             return False
         step.discard()
-        step.shorten(FAR_ABOVE_SHRINK)
+        step.shorten(active().noise.FAR_ABOVE_SHRINK)
         return True
 
     def divergence(self, f_estimate: float) -> str | None:
         """Why this iteration's f estimate shows diverging iterates (fixed rate), or None."""
         lowest = min(self.anchor[0], f_estimate)  # the anchor holds the lowest estimate
         scale = max(self.scale, abs(lowest), self.first - lowest)
-        if f_estimate - lowest > GROWTH * scale:
+        if f_estimate - lowest > active().safeguard.GROWTH * scale:
             return (
                 f"f estimate {f_estimate:.6g} rose far above its lowest value "
                 f"{lowest:.6g} (diverging iterates)"
@@ -133,10 +127,10 @@ class Safeguard:
                 f"undefined, a large finite value lets the run step around it.",
             )
         if method.control is None:
-            rate = method.learning_rate * BACKOFF
+            rate = method.learning_rate * active().safeguard.BACKOFF
             method.restart(self.anchor[1], rate)
         else:
-            method.shorten(BACKOFF)
+            method.shorten(active().safeguard.BACKOFF)
             rate = method.learning_rate
         self.record(nit, nfev, reason, cause, rate)
         stopping.forget_windows()
@@ -146,10 +140,11 @@ class Safeguard:
         """An ``ftol`` stall: go on from the step rule's centre at a finer scale (``True``),
         or not (a fixed rate, or the rescales are spent: the run has converged)."""
         stalls = sum(r["cause"] == "stall" for r in self.restarts)
-        if method.control is None or stalls >= STALL_RESCALES:
+        if method.control is None or stalls >= active().safeguard.STALL_RESCALES:
             return False
-        method.shorten(STALL_FACTOR, stalled=True)
-        reason = f"the f estimates stalled (ftol); steps {STALL_FACTOR:g} times as long"
+        factor = active().safeguard.STALL_FACTOR
+        method.shorten(factor, stalled=True)
+        reason = f"the f estimates stalled (ftol); steps {factor:g} times as long"
         self.record(nit, nfev, reason, "stall", method.learning_rate)
         return True
 

@@ -17,14 +17,8 @@ import numpy as np
 
 from .._arrays.backend import norm
 from .._methods import build, rebuilt_for_noise
-from .quasi_newton import (
-    HOP_DIMENSIONS,
-    HOP_DISTANCE,
-    MIN_GRADIENTS,
-    REFINE_DIMENSIONS,
-    REFINE_SCALE,
-    QuasiNewtonPhase,
-)
+from ..tuning import active
+from .quasi_newton import QuasiNewtonPhase
 from .returned_point import mean
 from .stopping import STALLED, SUCCESS, Stop
 
@@ -170,7 +164,8 @@ class QuasiNewton(Stage):
             and method.control is not None
             and parts.requested.get("curvature", "auto") != "off"
             and options["noisy"] is not True
-            and budget >= MIN_GRADIENTS * (dim + 1) + parts.returned.reserve + 2
+            and budget
+            >= active().quasi_newton.MIN_GRADIENTS * (dim + 1) + parts.returned.reserve + 2
         )
 
     def start(self, parts: Any, value: float | None = None) -> bool:
@@ -390,15 +385,22 @@ class Iterate(Stage):
             return False
         stopping.lower_found = False
         phase, best = parts.quasi_newton, parts.returned.best
-        if phase is None or best is None or phase.dim > max(HOP_DIMENSIONS, REFINE_DIMENSIONS):
+        if (
+            phase is None
+            or best is None
+            or phase.dim
+            > max(active().dimensions.HOP_DIMENSIONS, active().dimensions.REFINE_DIMENSIONS)
+        ):
             return False
         x = phase.space.copy_in(parts.coordinates.to_run(best[1]))
-        if norm(x - phase.x, phase.xp) <= HOP_DISTANCE * phase.length:
-            if phase.dim <= REFINE_DIMENSIONS:
-                method_from(parts, x, REFINE_SCALE * phase.length, noisy=False)
+        if norm(x - phase.x, phase.xp) <= active().quasi_newton.HOP_DISTANCE * phase.length:
+            if phase.dim <= active().dimensions.REFINE_DIMENSIONS:
+                method_from(
+                    parts, x, active().quasi_newton.REFINE_SCALE * phase.length, noisy=False
+                )
                 forget_windows(parts)
             return False
-        if phase.dim > HOP_DIMENSIONS:
+        if phase.dim > active().dimensions.HOP_DIMENSIONS:
             return False
         phase.hop(x, best[0])
         forget_windows(parts)

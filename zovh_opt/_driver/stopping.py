@@ -17,7 +17,7 @@ import math
 import statistics
 from typing import Any, NamedTuple
 
-from .quasi_newton import HOP_DIMENSIONS
+from ..tuning import active
 
 __all__ = ["STALLED", "BudgetTooSmall", "StoppingRules", "Stop"]
 
@@ -25,27 +25,11 @@ __all__ = ["STALLED", "BudgetTooSmall", "StoppingRules", "Stop"]
 SUCCESS, MAXFEV, MAXITER, FAILED, FTARGET, MAXTIME, INTERRUPTED, CALLBACK = 0, 1, 2, 3, 4, 5, 6, 99
 RUNNING = -1
 
-MAXFEV_PER_DIMENSION = 1000  # the default budget, maxfev = 1000 d (SciPy's Powell: 1000 d)
-FTOL = 1e-12  # default ftol with the step rule "auto": the f estimates have stopped decreasing
-FTOL_WINDOW = 50  # iterations of an ftol window at least; by default those of 2 d evaluations
-# iterations of the method after a converged quasi-Newton phase that decide whether it found a
-# lower value (COCO bbob, docs' theory page: 10 against a whole ftol window of 50)
-CONVERGED_WINDOW = 10
-# where the run hops (d <= HOP_DIMENSIONS: a lower value those iterations find away from the
-# phase's point starts the phase again there, `zovh_opt._driver.quasi_newton.hop`) they are the kick
-# of a basin hop, and a longer kick finds more basins (COCO bbob d = 2, 1000 d: 0.796 / 0.782 on
-# instances 1-5 / 6-10 against 0.783 / 0.752 with 10; at d = 5, without hops, 20 lost)
-HOP_WINDOW = 20
-XTOL_PER_SQRT_EPS = 1e-3  # default xtol = 1e-3 sqrt(eps): 1.5e-11 (float64), 3.5e-7 (float32)
-# default flat_iterations: the step rule only shrinks the queries on a plateau (every trial
-# ties with its centre), so one of this many flat batches in a row is not left
-FLAT_ITERATIONS = 5
-
 
 def default_maxfev(dim: int) -> int:
     """``maxfev``'s default, ``MAXFEV_PER_DIMENSION * d`` (at least one iteration and the
     final evaluations: `StoppingRules`)."""
-    return MAXFEV_PER_DIMENSION * dim
+    return active().stopping.MAXFEV_PER_DIMENSION * dim
 
 
 class Stop(NamedTuple):
@@ -118,13 +102,17 @@ class StoppingRules:
         names = ("ftol", "xtol", "flat_iterations")
         self.automatic = [name for name in names if options[name] == "auto"]
         if options["flat_iterations"] == "auto":
-            options["flat_iterations"] = FLAT_ITERATIONS if adaptive else None
+            options["flat_iterations"] = active().stopping.FLAT_ITERATIONS if adaptive else None
         if options["ftol"] == "auto":
-            options["ftol"] = FTOL if adaptive else None
+            options["ftol"] = active().stopping.FTOL if adaptive else None
         if options["ftol_window"] is None:
-            options["ftol_window"] = max(FTOL_WINDOW, math.ceil(2 * dim / points_per_iteration))
+            options["ftol_window"] = max(
+                active().stopping.FTOL_WINDOW, math.ceil(2 * dim / points_per_iteration)
+            )
         if options["xtol"] == "auto":
-            options["xtol"] = XTOL_PER_SQRT_EPS * math.sqrt(eps) if adaptive else None
+            options["xtol"] = (
+                active().stopping.XTOL_PER_SQRT_EPS * math.sqrt(eps) if adaptive else None
+            )
         least = points_per_iteration + final_evaluations
         if options["maxfev"] is None:
             options["maxfev"] = max(default_maxfev(dim), least)
@@ -238,7 +226,11 @@ class StoppingRules:
         ``None`` where no phase converged (or they have decided)."""
         if self.converged_value is None:
             return None
-        window = HOP_WINDOW if self.dim <= HOP_DIMENSIONS else CONVERGED_WINDOW
+        window = (
+            active().stopping.HOP_WINDOW
+            if self.dim <= active().dimensions.HOP_DIMENSIONS
+            else active().stopping.CONVERGED_WINDOW
+        )
         return min(window, self.options["ftol_window"])
 
     def _after_convergence(self, lowest: float | None, f_scale: float, window: int) -> Stop | None:

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..tuning import active
 from ._base import AskTellMethod, GradientStepMethod
 from .hizoo import HiZOO
 from .mezo import MeZO
-from .step_size import SPREAD
 from .zo_sgd import ZOSGD
 from .zoar import ZOAR
 from .zovh import ZoVH
@@ -66,7 +66,7 @@ def rebuilt_for_noise(
         first_step=first,
     )  # fmt: skip
     if step.control is not None and step.control.widened:
-        rebuilt.widen(step.control.spread / SPREAD, step.control.widening_reach)
+        rebuilt.widen(step.control.spread / active().step_rule.SPREAD, step.control.widening_reach)
     return rebuilt, options
 
 

@@ -9,6 +9,7 @@ import numpy as np
 
 from .._arrays.backend import ArraySpace, DirectionSource, norm, to_host_floats
 from .._noise import robust as _robust
+from ..tuning import active
 from . import step_size as _step_size
 from .option_specs import Option, positive_or_auto, positive_real, resolve
 from .step_size import StepSizeControl
@@ -137,8 +138,6 @@ class AskTellMethod(BuildChoices, PendingPoints):
     name = ""
     # the step rule's largest rate, for methods whose direction is a step of its own
     rate_ceiling: float | None = None
-    # the step rule's first step over the length scale l (`zovh_opt._methods.step_size`)
-    initial_step = _step_size.INITIAL_STEP
     options: dict[str, Option] = {
         "learning_rate": Option("auto", positive_or_auto),
         "smoothing": Option("auto", positive_or_auto),
@@ -149,6 +148,11 @@ class AskTellMethod(BuildChoices, PendingPoints):
         """What one iteration of this run is, for ``result().iteration``: the method's name,
         or for ``"zovh"`` which of its iterations ``curvature`` and the budget chose."""
         return self.name
+
+    @property
+    def initial_step(self) -> float:
+        """The step rule's first step over the length scale l (`zovh_opt._methods.step_size`)."""
+        return active().step_rule.INITIAL_STEP
 
     def __init__(
         self,

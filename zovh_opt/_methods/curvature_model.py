@@ -14,23 +14,9 @@ import numpy as np
 
 from .. import estimators
 from .._noise import robust as _robust
+from ..tuning import active
 from ._base import GradientStepMethod
-from .step_size import INITIAL_STEP
 from .zovh import PAPER_ONLY, ZoVH, default_pairs
-
-# history="auto": the step uses the pairs of this many iterations, the current one included
-# (the paper's N = 4). COCO bbob-largescale, d = 320, 100 d, zovh alone (a prototype): 0.187,
-# 0.199, 0.210, 0.218, 0.221 of the triples with 1, 3, 4, 6, 8 (the docs' theory page); the
-# memory kept grows as N - 1.
-MODEL_HISTORY = 4
-
-# With f known at the start (the driver's measurement of x0), a start where the first pairs
-# measure no curvature (a linear f at the scale of the first step, whose Newton step is
-# unbounded) takes a first step FIRST_STEP_RANGE times the rule's first step.
-# Taking the measured curvature as the first scale everywhere was tried and dropped: 2x the
-# triples of COCO bbob-largescale within 10 d, level within 100 d, 5-7x higher gaps on the
-# smooth benchmark's deblurring at 50 d (the docs' theory page, *The first step*).
-FIRST_STEP_RANGE = 100.0
 
 
 @dataclass
@@ -76,7 +62,7 @@ class CurvatureModelZoVH(ZoVH, GradientStepMethod):
         if self.n_directions == "auto":
             self.n_directions = default_pairs(d)
         if self.history == "auto":
-            self.history = MODEL_HISTORY
+            self.history = active().method.MODEL_HISTORY
         if self.directions == "auto":
             self.directions = self.storage_for(d, self.n_directions, self.history, self.space)
         self._kept: list[KeptPairs] = []  # the latest first, at most history - 1
@@ -101,7 +87,8 @@ class CurvatureModelZoVH(ZoVH, GradientStepMethod):
     def _first_step(self) -> float:
         """The first step's length, the step rule's (``0.1 l``; the full model's ``0.3 l`` up
         to d = 10 outside a box): `_start` sets the model's scale by it."""
-        first = INITIAL_STEP if self.control is None else self.control.first_step  # fixed rate
+        # fixed rate
+        first = active().step_rule.INITIAL_STEP if self.control is None else self.control.first_step
         return first * self.scale
 
     def value_at_centre(self, value: float) -> None:
@@ -123,9 +110,9 @@ class CurvatureModelZoVH(ZoVH, GradientStepMethod):
         if math.isfinite(length) and length > 0:
             curvature = length / ((d + P + 1) * self._first_step)
             if self._centre_value is not None and self._flat(plus, minus):
-                curvature /= FIRST_STEP_RANGE
+                curvature /= active().method.FIRST_STEP_RANGE
                 if self.control is not None:
-                    self.control.lengthen_first_step(FIRST_STEP_RANGE)
+                    self.control.lengthen_first_step(active().method.FIRST_STEP_RANGE)
             self.model.start(curvature)
 
     def _flat(self, plus: Any, minus: Any) -> bool:

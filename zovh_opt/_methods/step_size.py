@@ -17,24 +17,9 @@ from __future__ import annotations
 import math
 from typing import Any
 
-INITIAL_STEP = 0.1  # the first trial step, as a fraction of the length scale l
-GROW = 2.0**0.25  # learning-rate factor after an accepted trial
-SHRINK = 2.0**-0.2  # after a rejected one: stationary at a success rate of 4/9 (below 1/2)
-SPREAD = 1.0  # query distance mu sqrt(d) over the trial step length
-# a widened run's widening W falls as (s / s_0)**WIDENING_DECAY with its running step length s
-# (s_0: the first), down to 1: the coarse scale while it descends, a finer one as it converges
-WIDENING_DECAY = 0.125
-TRACKING = 0.3  # weight of the latest trial in the running geometric mean of step lengths
-CHECKED = 10  # batches at a smaller radius before the noise test compares their slopes
-TRUST = 2.0  # with a ceiling: the trust radius after an accepted trial over its length, and
-# the first trust radius over the first step
-NOISE_SNR = 1.0  # with noise: the radius keeps mu |g| at least this many noise deviations
-NOISE_TRACKING = 0.2  # weight of the latest batch in the running noise variance
-NOISE_REACH = 0.8  # the noise floor keeps mu sqrt(d) <= 0.8 l, within the length scale
-NOISE_ABOVE = 3  # and at most this many levels above the steps' (mu sqrt(d) <= 8 steps)
-NOISE_MISFIT = 4.0  # the model's misfit may add this many noise variances to the pair means
+from ..tuning import active
+
 NO_FLOOR = -(2**62)  # the radius's lowest level before any floor
-NOISE_CHECKED = 3  # batches at a level before the noise floor compares their spread
 
 NOISE_FIELDS = ("noisy", "start_noise", "noise_variance", "spread_squares", "residuals")
 # fields a checkpoint written before them lacks: their value at the start of a run stands
@@ -70,19 +55,24 @@ class StepSizeControl:
         dim: int,
         scale: float,
         ceiling: float | None = None,
-        first_step: float = INITIAL_STEP,
+        first_step: float | None = None,
     ) -> None:
         self.dim = int(dim)
         self.scale = float(scale)
         self.ceiling = None if ceiling is None else float(ceiling)
+        if first_step is None:
+            first_step = active().step_rule.INITIAL_STEP
         self.first_step = float(first_step)
         # set by the first direction, or the ceiling
         self.learning_rate = math.nan if ceiling is None else self.ceiling
         self.step_length = self.first_step * self.scale  # running geometric mean of trial lengths
         # with a ceiling: the longest trial allowed, from TRUST first steps on
-        self.trust_radius = math.inf if ceiling is None else TRUST * self.step_length
+        self.trust_radius = (
+            math.inf if ceiling is None else active().step_rule.TRUST * self.step_length
+        )
         self.trial_length = math.nan  # of the latest trial
-        self.spread = SPREAD  # mu sqrt(d) over the running step length (widened: at s_0)
+        # mu sqrt(d) over the running step length (widened: at s_0)
+        self.spread = active().step_rule.SPREAD
         self.widened_at = math.nan  # s_0, the step length when the run was widened
         self.widening_reach = math.inf  # the widened mu sqrt(d) at most (`widen`)
         self.base_smoothing = self.spread * self.step_length / math.sqrt(self.dim)
@@ -118,7 +108,7 @@ class StepSizeControl:
             return self._noise_floor(spread, noise_variance)
         self.slopes += math.log(spread / self.smoothing)
         self.counted += 1
-        if self.drop == 0 or self.counted < CHECKED:
+        if self.drop == 0 or self.counted < active().step_rule.CHECKED:
             return False
         grown = self.slopes / self.counted - self.before
         drop, self.drop = self.drop, 0
@@ -171,19 +161,24 @@ class StepSizeControl:
             if math.isnan(self.noise_variance):
                 self.noise_variance = sample
             else:
-                self.noise_variance += NOISE_TRACKING * (sample - self.noise_variance)
+                self.noise_variance += active().step_rule.NOISE_TRACKING * (
+                    sample - self.noise_variance
+                )
         self.spread_squares += spread * spread
         self.residuals += bound if math.isfinite(bound) else 0.0
         self.counted += 1
         noise = self.noise_variance
-        if self.counted < NOISE_CHECKED or not noise > 0:
+        if self.counted < active().step_rule.NOISE_CHECKED or not noise > 0:
             return False
-        if self.residuals / self.counted > NOISE_MISFIT * noise:
+        if self.residuals / self.counted > active().step_rule.NOISE_MISFIT * noise:
             self.floor = min(self.floor, self.level - 1)
             self._set_level(self.level - 1)
             return True
         signal = self.spread_squares / self.counted - noise
-        if signal >= NOISE_SNR * NOISE_SNR * noise or self.level >= self._noise_ceiling():
+        if (
+            signal >= active().step_rule.NOISE_SNR * active().step_rule.NOISE_SNR * noise
+            or self.level >= self._noise_ceiling()
+        ):
             return False
         self._set_level(self.level + 1)
         self.floor = self.level
@@ -197,8 +192,10 @@ class StepSizeControl:
 
     def _noise_ceiling(self) -> int:
         """The highest level the noise floor raises the radius to."""
-        reach = math.floor(math.log2(NOISE_REACH / self.first_step))  # levels of the grid
-        return min(reach, round(self._step_level()) + NOISE_ABOVE)
+        reach = math.floor(
+            math.log2(active().step_rule.NOISE_REACH / self.first_step)
+        )  # levels of the grid
+        return min(reach, round(self._step_level()) + active().step_rule.NOISE_ABOVE)
 
     def _set_level(self, level: int) -> None:
         self.level = level
@@ -216,19 +213,23 @@ class StepSizeControl:
             return None
         if f_estimate < self.reference:
             self.reference = f_estimate
-            self.learning_rate *= GROW
+            self.learning_rate *= active().step_rule.GROW
             if self.ceiling is not None:
                 self.learning_rate = min(self.learning_rate, self.ceiling)
-                self.trust_radius = max(self.trust_radius, TRUST * self.trial_length)
+                self.trust_radius = max(
+                    self.trust_radius, active().step_rule.TRUST * self.trial_length
+                )
             self.accepted += 1
             return True
         self._reject()
         return False
 
     def _reject(self) -> None:
-        self.learning_rate *= SHRINK
+        self.learning_rate *= active().step_rule.SHRINK
         if self.ceiling is not None:
-            self.trust_radius = min(self.trust_radius, self.trial_length) * SHRINK
+            self.trust_radius = (
+                min(self.trust_radius, self.trial_length) * active().step_rule.SHRINK
+            )
         self.rejected += 1
 
     def missing(self) -> None:
@@ -254,7 +255,7 @@ class StepSizeControl:
         self.phase = TRIAL
         self.trial_length = step_length
         s = math.log(self.step_length)
-        s += TRACKING * (math.log(step_length) - s)
+        s += active().step_rule.TRACKING * (math.log(step_length) - s)
         self.step_length = math.exp(s)
         target = self._step_level()
         floor = min(self.floor, self._noise_ceiling()) if self.noisy else self.floor
@@ -285,7 +286,7 @@ class StepSizeControl:
         step is cut to it and falls from there."""
         self.spread *= factor
         self.base_smoothing *= factor
-        within = max(SPREAD, reach / self.step_length) / self.spread
+        within = max(active().step_rule.SPREAD, reach / self.step_length) / self.spread
         if within < 1:
             self.spread *= within
             self.base_smoothing *= within
@@ -303,9 +304,9 @@ class StepSizeControl:
         within ``widening_reach / s`` where that is above ``SPREAD``."""
         if not self.widened:
             return self.spread
-        decay = (self.step_length / self.widened_at) ** WIDENING_DECAY
-        widened = max(SPREAD, self.spread * decay)
-        return min(widened, max(SPREAD, self.widening_reach / self.step_length))
+        decay = (self.step_length / self.widened_at) ** active().step_rule.WIDENING_DECAY
+        widened = max(active().step_rule.SPREAD, self.spread * decay)
+        return min(widened, max(active().step_rule.SPREAD, self.widening_reach / self.step_length))
 
     def shorten(self, factor: float, *, stalled: bool = False) -> None:
         """Restart with steps and radius ``factor`` times as long (``factor < 1``), from a
@@ -326,7 +327,10 @@ class StepSizeControl:
         return dict(self.__dict__)
 
     def load_state(self, state: dict[str, Any]) -> None:
-        state = {"first_step": INITIAL_STEP, **state}  # written before it was kept
+        state = {
+            "first_step": active().step_rule.INITIAL_STEP,
+            **state,
+        }  # written before it was kept
         for name in self.__dict__:
             if name in LATER_FIELDS and name not in state:
                 continue  # a checkpoint written before the noise floor: none was known

@@ -14,6 +14,7 @@ from __future__ import annotations
 import math
 from typing import Any, ClassVar
 
+from ..tuning import active
 from ._base import MAX_DIRECTIONS, MAX_HISTORY, AskTellMethod
 from .history import STORAGES
 from .option_specs import Option, integer_or_auto, one_of, positive_or_auto
@@ -122,7 +123,8 @@ class ZoVH(AskTellMethod):
         (the paper's iteration with a float learning rate)."""
         curvature = options.get("curvature", "auto")
         if isinstance(curvature, str) and curvature == "auto":
-            wide = FULL_MODEL_MAX_DIMENSION + 1  # "auto" was the diagonal model in any d
+            # "auto" was the diagonal model in any d
+            wide = active().dimensions.FULL_MODEL_MAX_DIMENSION + 1
             return {**options, "curvature": _curvature_of(options, wide)}
         return options
 
@@ -130,31 +132,6 @@ class ZoVH(AskTellMethod):
     def iteration_class(cls, options: dict[str, Any], dim: int) -> type[ZoVH]:
         """The class that runs ``options`` in ``dim`` dimensions (`iteration_for`)."""
         return iteration_for(options, dim)
-
-
-# Below this many evaluations per dimension "auto" runs the paper's iteration: each of its
-# steps costs K = 3 evaluations and reuses the N K = 12 latest directions, the model's cost
-# 2 P (20 at d = 320), and a short run needs steps more than a learned diagonal. Measured
-# (the docs' tuning page has the table and commands): the paper's iteration solved more COCO
-# triples up to 10 d, and at 20 d in d = 20 and 80 (bbob, bbob-largescale; even in d = 40),
-# the model more from 35 d on; the paper's ended lower in 11 of 12 peers rows (8 d and
-# 0.4 d); the model ended 234-2114x lower on the diagonal quadratics at 30 d.
-MODEL_MIN_EVALUATIONS_PER_DIMENSION = 30
-
-# "auto" learns a full model up to this dimension, a diagonal one above (measured: docs'
-# tuning page)
-FULL_MODEL_MAX_DIMENSION = 40
-
-
-# With noise, more pairs an iteration: each pair's difference carries noise that only
-# averaging removes, and the robust reading (medians, clipped differences) needs more than
-# the few pairs of the noise-free default (6 at d = 20) to outvote outliers. Measured with
-# noisy=True (docs' theory page, *More pairs once the noise is known*): 4 times the pairs
-# took the noisy sphere at d = 1000 from a true f of 9.0 to 3.2, the newsvendor's gap from 7.0
-# to 2.9 (20 pairs; at 5000 calls the budget's cap below gives it 12: 4.3), and the noise
-# benchmark's medians at d = 20 forward under every model; a short budget wants fewer.
-NOISY_PAIRS = 4
-NOISY_MIN_ITERATIONS = 200  # iterations the budget must still pay for with those pairs
 
 
 def default_pairs(dim: int) -> int:
@@ -168,9 +145,9 @@ def noisy_pairs(dim: int, maxfev: int | None) -> int:
     at most ``maxfev / (2 NOISY_MIN_ITERATIONS)`` (and never fewer than the default); the
     driver passes its resolved budget (``None``: no cap)."""
     plain = default_pairs(dim)
-    pairs = NOISY_PAIRS * plain
+    pairs = active().method.NOISY_PAIRS * plain
     if maxfev is not None:
-        pairs = min(pairs, maxfev // (2 * NOISY_MIN_ITERATIONS))
+        pairs = min(pairs, maxfev // (2 * active().method.NOISY_MIN_ITERATIONS))
     return min(MAX_DIRECTIONS, max(plain, pairs))
 
 
@@ -180,7 +157,7 @@ def curvature_for_budget(options: dict[str, Any], dim: int, maxfev: int | None) 
     curvature = options.get("curvature", "auto")
     if (
         maxfev is None
-        or maxfev >= MODEL_MIN_EVALUATIONS_PER_DIMENSION * dim
+        or maxfev >= active().method.MODEL_MIN_EVALUATIONS_PER_DIMENSION * dim
         or not (isinstance(curvature, str) and curvature == "auto")
         or _curvature_of(options, dim) == "off"
         or any(name in options for name in PAPER_ONLY)  # left to the model's own error
@@ -192,7 +169,7 @@ def curvature_for_budget(options: dict[str, Any], dim: int, maxfev: int | None) 
 def model_for_dimension(dim: int) -> str:
     """``curvature="auto"``'s model: ``"full"`` up to `FULL_MODEL_MAX_DIMENSION`,
     ``"diagonal"`` above."""
-    return "full" if dim <= FULL_MODEL_MAX_DIMENSION else "diagonal"
+    return "full" if dim <= active().dimensions.FULL_MODEL_MAX_DIMENSION else "diagonal"
 
 
 def _curvature_of(options: dict[str, Any], dim: int) -> str:

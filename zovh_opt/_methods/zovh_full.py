@@ -8,27 +8,10 @@ from typing import Any
 import numpy as np
 
 from .._arrays.backend import norm
-from .._curvature.fit import (
-    ADOPT_RANGE,
-    BASE_ERROR,
-    FIT_MAX_DIMENSION,
-    CurvatureFit,
-    FitScores,
-    least_squares_gradient,
-)
+from .._curvature.fit import CurvatureFit, FitScores, least_squares_gradient
 from .._curvature.full import FullCurvature
+from ..tuning import active
 from .curvature_model import CurvatureModelZoVH, KeptPairs
-from .step_size import INITIAL_STEP as RULE_INITIAL_STEP
-
-# The first step (and the queries' first spread) over the length scale l up to
-# INITIAL_STEP_MAX_DIMENSION: three times the step rule's 0.1 l. COCO bbob, 1000 d, zovh alone,
-# instances 1-5 (6-10), 0.1 l -> 0.3 l: d = 2 0.629 -> 0.638 (0.606 -> 0.648), d = 5 0.519 ->
-# 0.532 (0.511 -> 0.521), d = 10 0.463 -> 0.496 (0.464 -> 0.465); d = 20 0.438 -> 0.430
-# (0.449 -> 0.442) and d = 40 0.379 -> 0.344 (Rosenbrock's f8 and f9) lost. 0.5 l and 1.0 l
-# solved fewer at d = 5 and 10. In a box the rule's 0.1 l stays (`zovh_opt._driver.coordinates`),
-# as it does for the diagonal model (the docs' theory page, *The first step*).
-INITIAL_STEP = 0.3
-INITIAL_STEP_MAX_DIMENSION = 10
 
 
 class FullCurvatureZoVH(CurvatureModelZoVH, curvature="full"):
@@ -68,14 +51,22 @@ class FullCurvatureZoVH(CurvatureModelZoVH, curvature="full"):
         # the pending ask's drawn rows u_m and the points' directions (W u_m)
         self._drawn, self._whitened, self._sq_norms = None, None, None
         d = self.space.dim
-        self.fit = CurvatureFit(d, self.n_directions) if d <= FIT_MAX_DIMENSION else None
+        self.fit = (
+            CurvatureFit(d, self.n_directions)
+            if d <= active().dimensions.FIT_MAX_DIMENSION
+            else None
+        )
         self.scores = FitScores()
 
     @property
     def initial_step(self) -> float:
-        """The step rule's first step over ``l``: `INITIAL_STEP` up to
+        """The step rule's first step over ``l``: `FULL_INITIAL_STEP` up to
         `INITIAL_STEP_MAX_DIMENSION`, the rule's own above."""
-        return INITIAL_STEP if self.space.dim <= INITIAL_STEP_MAX_DIMENSION else RULE_INITIAL_STEP
+        return (
+            active().method.FULL_INITIAL_STEP
+            if self.space.dim <= active().dimensions.INITIAL_STEP_MAX_DIMENSION
+            else active().step_rule.INITIAL_STEP
+        )
 
     @classmethod
     def storage_for(cls, dim: int, pairs: int, history: int, space: Any) -> str:
@@ -135,7 +126,7 @@ class FullCurvatureZoVH(CurvatureModelZoVH, curvature="full"):
             rows_kept = self.history > 1 and self.directions == "vectors"
             self.model.learn(weights, self._drawn, self._whitened, in_place=not rows_kept)
             if fitted and self.fit.ready and self.scores.adopt:
-                self.model.move_toward(self.fit.hessian(), ADOPT_RANGE)
+                self.model.move_toward(self.fit.hessian(), active().fit.ADOPT_RANGE)
         return step
 
     def _newton_step(self, deltas: Any, c: float) -> tuple[Any, float]:
@@ -197,7 +188,7 @@ class FullCurvatureZoVH(CurvatureModelZoVH, curvature="full"):
         if not largest > 0:
             return None
         gradient = least_squares_gradient(
-            np.concatenate(rows), values, np.concatenate(errors) + BASE_ERROR * largest
+            np.concatenate(rows), values, np.concatenate(errors) + active().fit.BASE_ERROR * largest
         )
         if gradient is None:
             return None

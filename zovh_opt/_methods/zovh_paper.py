@@ -10,14 +10,10 @@ import numpy as np
 from scipy.optimize import OptimizeWarning
 
 from .. import estimators
+from ..tuning import active
 from ._base import PAPER_REGULARIZATION, ReusesQueries
 from .history import QueryHistory
 from .zovh import ZoVH
-
-# regularization="auto" with the step rule "auto": lambda is this many times the largest
-# curvature term nu_m |u_m|^2 / (M - 1) of the kept queries, so every Woodbury denominator
-# lambda^2 (M - 1) + lambda nu_m |u_m|^2 stays >= lambda^2 (M - 1) / 2 (never a pole)
-POLE_MARGIN = 2.0
 
 # n_directions="auto" of Algorithm 1 (Appx. F.2: K = 3, N = 4)
 PAPER_DIRECTIONS, PAPER_HISTORY = 3, 4
@@ -210,7 +206,7 @@ class PaperZoVH(ReusesQueries, ZoVH, curvature="off"):
         ``|nu_m| |u_m|^2 / (M - 1)`` (1 where every ``nu_m`` is 0: then there is no step)."""
         if self._auto_lambda:
             largest = float(np.max(np.abs(nu) * sq_norms)) / (nu.shape[0] - 1)
-            self.regularization = POLE_MARGIN * largest if largest > 0 else 1.0
+            self.regularization = active().method.POLE_MARGIN * largest if largest > 0 else 1.0
         return self.regularization
 
     def _step_coefficients(self, gram: np.ndarray, y: np.ndarray) -> tuple[Any, Any]:

@@ -10,7 +10,8 @@ import numpy as np
 
 from .._arrays import threads as _threads
 from .._curvature.carried_transport import CarriedTransport
-from .._curvature.diagonal import SHAPE_RATE, DiagonalCurvature, DiagonalOperator
+from .._curvature.diagonal import DiagonalCurvature, DiagonalOperator
+from ..tuning import active
 from .curvature_model import CurvatureModelZoVH, KeptPairs, default_pairs
 from .direction_block import DirectionBlock, inner_products, weighted_sums
 
@@ -279,7 +280,7 @@ class PreconditionedZoVH(CurvatureModelZoVH, curvature="diagonal"):
             g = c / (s[columns] * s[columns])
             if learn:
                 rho = xp.clip(error / c, -1.0, 1.0)
-                rho *= SHAPE_RATE
+                rho *= active().curvature.DIAGONAL_SHAPE_RATE
                 g *= xp.exp(rho)
             for position, block, s_b, centre in carried:
                 U, sums = rows[position], products[block]

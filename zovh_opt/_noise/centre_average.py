@@ -25,9 +25,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-__all__ = ["CentreAverage", "DECAY"]
+from ..tuning import active
 
-DECAY = 3  # polynomial-decay averaging's eta: the newest of k centres has weight 4 / (k + 3)
+__all__ = ["CentreAverage"]
 
 
 class CentreAverage:
@@ -43,7 +43,7 @@ class CentreAverage:
         if self.mean is None:
             self.mean = centre + 0  # a copy in the centre's namespace, dtype and device
             return
-        weight = (DECAY + 1) / (self.count + DECAY)
+        weight = (active().noise.DECAY + 1) / (self.count + active().noise.DECAY)
         self.mean *= 1.0 - weight  # in place: one temporary a centre (its own array)
         self.mean += weight * centre
 

@@ -16,13 +16,12 @@ from collections.abc import Callable
 from typing import Any
 
 from .._arrays.backend import namespace_of
+from ..tuning import active
 from .samples import significantly_lower
 
-__all__ = ["CHECK", "CHECK_EVERY", "DriftCheck", "RETURN_FACTOR"]
+__all__ = ["CHECK", "DriftCheck"]
 
 CHECK = "check"  # the driver's phase that measures the centre
-CHECK_EVERY = 40  # iterations between two measurements of the centre
-RETURN_FACTOR = 0.5  # the steps' length after a return to the best point, over before
 
 
 class DriftCheck:
@@ -46,7 +45,7 @@ class DriftCheck:
             return False
         self.iterations += 1
         size = method.points_per_iteration
-        if self.iterations % CHECK_EVERY or room < size:
+        if self.iterations % active().noise.CHECK_EVERY or room < size:
             return False
         if self.best is None:
             self.best = (returned.start, list(returned.start_values))
@@ -76,12 +75,13 @@ class DriftCheck:
         (centre, centre_values), self.centre = self.centre, None
         self.best = (best, list(values))
         if significantly_lower(values, centre_values):
-            method.return_to(best, RETURN_FACTOR)
+            method.return_to(best, active().noise.RETURN_FACTOR)
             returned.average.forget()
             self.returns += 1
+            factor = active().noise.RETURN_FACTOR
             return (
                 "the centre's values were significantly above the best measured point's "
-                f"(noise-driven drift): back there, steps {RETURN_FACTOR:g} times as long"
+                f"(noise-driven drift): back there, steps {factor:g} times as long"
             )
         if significantly_lower(centre_values, values):
             self.best = (centre, centre_values)

@@ -27,48 +27,34 @@ import math
 from typing import Any
 
 from .._arrays.backend import namespace_of
+from ..tuning import active
 from .samples import sample_std
 
-__all__ = ["NoiseMonitor", "PROBE", "fresh_evaluations", "measurements", "repeats"]
-
-PROBE = 2  # values at x0 that tell a deterministic objective from a noisy one
-NOISY_EVALUATIONS = 10  # final_evaluations' default once the objective is noisy
-# one in this many of a noisy run's evaluations goes to the fresh values at its returned point
-# where final_evaluations is left to its default, and at most as many to a close comparison
-# with x0 (`fresh_evaluations`; docs' theory page, *The end's samples*)
-FRESH_SHARE = 100  # 1 %
-# values at the returned point (its fresh mean, ``fun``) where final_evaluations is left to
-# its default: 1 % of maxfev reserved (one FRESH_SHARE-th), from NOISY_EVALUATIONS up to
-# FRESH_MAX, and as many for a close comparison with x0 (1 % of the evaluations made where the
-# run ends earlier: `ReturnedPoint.final_size`). Ten values of a skewed noise rarely hold the
-# rare large ones that carry its mean, so fun and its standard error both come out low: fun
-# beyond 3 of them in 10 % of runs of lognormal noise at 10 values, 1.4 % at 200
-# (`experiments/noise_checks.py coverage`; docs' theory page, *The end's samples*)
-FRESH_MAX = 1000
-RECHECK_FROM = 4  # the best point is evaluated again after iterations 4, 8, 16, 32, ...
-# a value measured again "repeats" within this many eps (of x's dtype) of it: a deterministic
-# f whose sums run in another order for another memory alignment (BLAS kernels, the rows of a
-# batch, another NumPy build) differs in its last bits, which is not noise that matters
-REPEAT = 64
+__all__ = ["NoiseMonitor", "fresh_evaluations", "measurements", "repeats"]
 
 
 def repeats(value: float, before: float, eps: float) -> bool:
     """Whether ``value``, measured again, repeats ``before`` (within `REPEAT` ``eps``)."""
-    return abs(value - before) <= REPEAT * eps * abs(before)
+    return abs(value - before) <= active().noise.REPEAT * eps * abs(before)
 
 
 def measurements(nit: int) -> int:
     """The evaluations a deterministic ``"auto"`` run spends on the measurements by
     iteration ``nit`` when its budget allows them: ``x0`` twice, then the best point once
     after iterations 4, 8, 16, ..."""
-    return PROBE + max(0, nit.bit_length() - RECHECK_FROM.bit_length() + 1)
+    return active().noise.PROBE + max(
+        0, nit.bit_length() - active().noise.RECHECK_FROM.bit_length() + 1
+    )
 
 
 def fresh_evaluations(maxfev: int) -> int:
     """The values a noisy run takes at its returned point where ``final_evaluations`` is
     left to its default: one `FRESH_SHARE`-th of ``maxfev``, `NOISY_EVALUATIONS` to
     `FRESH_MAX`."""
-    return min(FRESH_MAX, max(NOISY_EVALUATIONS, -(-maxfev // FRESH_SHARE)))
+    return min(
+        active().noise.FRESH_MAX,
+        max(active().noise.NOISY_EVALUATIONS, -(-maxfev // active().noise.FRESH_SHARE)),
+    )
 
 
 class NoiseMonitor:
@@ -95,7 +81,7 @@ class NoiseMonitor:
     ) -> None:
         self.mode = mode if mode != "auto" or adaptive else False
         self.eps = float(namespace_of(start).finfo(start.dtype).eps)  # of x, and of f
-        self.evaluations = NOISY_EVALUATIONS if evaluations is None else evaluations
+        self.evaluations = active().noise.NOISY_EVALUATIONS if evaluations is None else evaluations
         # values at the returned point, and those a close comparison with x0 may add
         self.fresh = fresh_evaluations(maxfev) if evaluations is None else evaluations
         self.extension = self.fresh if evaluations is None else 0
@@ -122,7 +108,7 @@ class NoiseMonitor:
             return 1
         if self.mode is False or self.start is None:
             return 0
-        wanted = self.evaluations if self.detected else PROBE
+        wanted = self.evaluations if self.detected else active().noise.PROBE
         return max(wanted - len(self.values), 0)
 
     def point(self, to_user: Any) -> Any:
@@ -139,7 +125,7 @@ class NoiseMonitor:
         noise the values at ``x0`` missed (outliers in a fraction of the calls)."""
         if not (self.auto and not self.detected and best is not None and affordable):
             return
-        if nit >= RECHECK_FROM and nit & (nit - 1) == 0:
+        if nit >= active().noise.RECHECK_FROM and nit & (nit - 1) == 0:
             self.recheck = best
 
     def take(self, values: list[float], room: int) -> None:
@@ -163,7 +149,7 @@ class NoiseMonitor:
         budget pays for fresh ones: they were kept for agreeing, a sample without the outliers
         that noise in a fraction of the calls has (a start measured too low would be returned
         over every better point)."""
-        if elsewhere and room // 3 >= PROBE:  # (where fresh values can be paid for)
+        if elsewhere and room // 3 >= active().noise.PROBE:  # (where fresh values can be paid for)
             self.values = []
         self.detected = True
         # x0's values, the final iterate's and the returned point's (at least as many) in room

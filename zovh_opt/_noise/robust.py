@@ -19,16 +19,10 @@ from typing import Any
 
 import numpy as np
 
-CLIP = 3.0  # robust scales from the median beyond which a value is clipped
-OUTLIER = 8.0  # and beyond which a pair's residual marks the pair as hit by an outlier
+from ..tuning import active
+
 NORMAL_MAD = 1.4826  # the standard deviation of normal values over their MAD
 NORMAL_QUARTILE = 0.3186394  # the lower quartile of |N(0, 1)|: Phi^-1(5/8)
-QUARTILE_PAIRS = 20  # batches of this many pairs or more may take the quartile's scale
-# a noisy batch with a value this many times the run's scale of f above its lowest value is no
-# sample of f near the centre but of a place the queries' radius overreached (an exponential
-# fit's first batch: 1e163 where f(x0) = 0.88; issue #70): it is dropped, the radius shrinks
-FAR_ABOVE = 1e6
-FAR_ABOVE_SHRINK = 0.1  # the steps and radius after such a batch, relative to before
 
 
 def scale(values: Any) -> float:
@@ -45,7 +39,9 @@ def clipped(values: np.ndarray) -> np.ndarray:
     centre, spread = float(np.median(values)), scale(values)
     if not spread > 0:
         return values
-    return np.clip(values, centre - CLIP * spread, centre + CLIP * spread)
+    return np.clip(
+        values, centre - active().noise.CLIP * spread, centre + active().noise.CLIP * spread
+    )
 
 
 def quartile_scale(residuals: np.ndarray) -> float:
@@ -54,7 +50,7 @@ def quartile_scale(residuals: np.ndarray) -> float:
     deviations from the median over `NORMAL_QUARTILE` where that is `OUTLIER` times smaller
     and not 0 (more than half the pairs hit: the module docstring; a quarter of the pairs on
     the median itself, a flat ``f``, keep the MAD's)."""
-    if residuals.shape[0] < QUARTILE_PAIRS:
+    if residuals.shape[0] < active().noise.QUARTILE_PAIRS:
         return scale(residuals)
     with np.errstate(over="ignore", invalid="ignore"):
         deviations = np.abs(residuals - np.median(residuals))
@@ -62,7 +58,7 @@ def quartile_scale(residuals: np.ndarray) -> float:
         if not spread > 0:
             return spread
         lower = float(np.quantile(deviations, 0.25)) / NORMAL_QUARTILE
-    return lower if 0 < lower < spread / OUTLIER else spread
+    return lower if 0 < lower < spread / active().noise.OUTLIER else spread
 
 
 def outliers(residuals: np.ndarray) -> np.ndarray:
@@ -72,7 +68,7 @@ def outliers(residuals: np.ndarray) -> np.ndarray:
     centre, spread = float(np.median(residuals)), quartile_scale(residuals)
     if not spread > 0:
         return np.zeros(residuals.shape, dtype=bool)
-    return np.abs(residuals - centre) > OUTLIER * spread
+    return np.abs(residuals - centre) > active().noise.OUTLIER * spread
 
 
 def far_above(values: list[float], lowest: float, scale: Callable[[], float]) -> bool:
@@ -83,7 +79,7 @@ def far_above(values: list[float], lowest: float, scale: Callable[[], float]) ->
     ``scale`` is called only where the batch is that far above ``|lowest|`` (it reads every
     value at ``x0``, up to a thousand, which an iteration need not pay)."""
     excess = max(values) - lowest
-    if not excess > FAR_ABOVE * abs(lowest):
+    if not excess > active().noise.FAR_ABOVE * abs(lowest):
         return False
-    reach = FAR_ABOVE * max(abs(lowest), scale())
+    reach = active().noise.FAR_ABOVE * max(abs(lowest), scale())
     return reach > 0 and excess > reach

@@ -8,11 +8,11 @@ import math
 import statistics
 from collections import Counter
 
+from ..tuning import active
 from .robust import scale as robust_scale
 
 __all__ = ["finite_mean", "finite_median", "mean", "sample_std", "significantly_lower"]
 
-SIGNIFICANCE = 2.0  # standard deviations by which the final iterate must beat the average
 MEDIAN_ERROR = 1.2533  # a normal sample median's standard error over the mean's, sqrt(pi / 2)
 
 
@@ -59,10 +59,10 @@ def significantly_lower(values: list[float], other: list[float]) -> bool:
     u = sum(1.0 if v < w else 0.5 if v == w else 0.0 for v in a for w in b)
     ties = sum(t * t * t - t for t in Counter(a + b).values())
     variance = n * m / 12 * (n + m + 1 - ties / ((n + m) * (n + m - 1)))
-    if variance > 0 and u - n * m / 2 > SIGNIFICANCE * math.sqrt(variance):
+    if variance > 0 and u - n * m / 2 > active().noise.SIGNIFICANCE * math.sqrt(variance):
         return True
     error = math.hypot(median_error(a), median_error(b))
-    return statistics.median(a) < statistics.median(b) - SIGNIFICANCE * error
+    return statistics.median(a) < statistics.median(b) - active().noise.SIGNIFICANCE * error
 
 
 def sample_std(values: list[float]) -> float:
