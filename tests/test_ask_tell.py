@@ -228,3 +228,16 @@ def test_the_result_prints_in_a_few_lines():
     assert res.nfev == measurements(nit) + nit * per_iteration + 1 > 30_001 - per_iteration
     assert len(res.trace["fun"]) == nit
     assert len(repr(res)) < 2000 and len(str(res).splitlines()) < 25
+
+
+def test_a_stop_between_an_ask_and_its_tell_holds():
+    """``stop`` with an ask pending: its values still count, and the next ask is the final one."""
+    opt = Optimizer(np.ones(D), rng=0, options={"quasi_newton": False, "noisy": False})
+    opt.tell([float(p @ p) for p in opt.ask()])
+    points = opt.ask()
+    opt.stop(5, "stopped by the caller")
+    opt.tell([float(p @ p) for p in points])
+    assert opt.stage == "final" and opt.nit == 2 and opt.message == "stopped by the caller"
+    final = opt.ask()
+    opt.tell([float(p @ p) for p in final])
+    assert opt.done and opt.result().status == 5
