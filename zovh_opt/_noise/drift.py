@@ -75,10 +75,10 @@ class DriftCheck:
         (centre, centre_values), self.centre = self.centre, None
         self.best = (best, list(values))
         if significantly_lower(values, centre_values):
-            method.return_to(best, active().noise.RETURN_FACTOR)
+            factor = active().noise.RETURN_FACTOR
+            method.return_to(best, factor)
             returned.average.forget()
             self.returns += 1
-            factor = active().noise.RETURN_FACTOR
             return (
                 "the centre's values were significantly above the best measured point's "
                 f"(noise-driven drift): back there, steps {factor:g} times as long"
