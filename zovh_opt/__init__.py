@@ -2,20 +2,16 @@
 
 Public API
 ----------
-minimize
-    ``scipy.optimize.minimize``-style front door: ``minimize(fun, x0, method="zovh")``.
-zovh
-    The same optimizer as a custom ``method`` for ``scipy.optimize.minimize``.
-estimators
-    Pure array-API kernels of the paper: gradient, Hessian, inverse and Newton direction.
-problems
-    Test functions with analytic derivatives.
-Optimizer
-    A run as an ask/tell object, with checkpoints: for users who drive evaluation themselves.
-CheckpointError
-    What `Optimizer.load` raises for a file it cannot bring back.
+minimize, zovh
+    ``scipy.optimize.minimize``-style front door, and the same as a ``method`` for SciPy's.
+Optimizer, CheckpointError
+    A run as an ask/tell object with checkpoints, and what `Optimizer.load` raises.
+estimators, problems
+    The paper's array-API kernels, and test functions with analytic derivatives.
 METHODS
     The method names and the classes that implement one iteration of each.
+zovh_opt.tuning, zovh_opt.torch
+    Submodules: the run's tuning constants; ``torch.optim`` optimizers for models.
 """
 
 from . import estimators, problems

@@ -1,11 +1,7 @@
 """Test functions with analytic derivatives, written against the array API.
 
-The functions of the paper's experiments (Appx. F.1 and F.2): quadratics (the identity, and
-a rotated one of chosen condition), Rosenbrock, Levy, Ackley and Styblinski-Tang. Each
-`Problem` gives ``problem(x)`` (a point ``(d,)`` or the rows of ``(n, d)``), ``gradient``,
-``hvp``, a dense ``hessian`` for small ``d``, ``hessian_trace`` and ``hessian_frobenius`` in
-:math:`O(d)` from the Hessian's structure (for an estimate's Frobenius error), and
-``minimum(d)``; all in the namespace, dtype and device of ``x``.
+The paper's functions (Appx. F.1, F.2), each a `Problem` with ``gradient``, ``hvp``,
+``hessian``, ``hessian_trace``, ``hessian_frobenius`` and ``minimum(d)``, in ``x``'s namespace.
 
 Examples
 --------

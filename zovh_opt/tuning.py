@@ -1,10 +1,8 @@
 """Every tuning constant of a run, in one place: frozen dataclasses, one per part of the run,
-each field with a one-line reason; the evidence for each value is on the documentation's
-page *Tuning constants* (and the theory page's sections it names).
+each field with a one-line reason; the evidence is on the docs' page *Tuning constants*.
 
-A run reads the tuning that is `active` when each of its parts needs it: `DEFAULT` unless an
-experiment set another with `using` (a context manager, per thread and per task of
-``contextvars``), around the whole run::
+A run reads the tuning that is `active`: `DEFAULT` unless an experiment set another with
+`using` (a context manager, per thread and per task of ``contextvars``) around the run::
 
     import dataclasses
     from zovh_opt import tuning

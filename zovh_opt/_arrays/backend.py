@@ -1,26 +1,15 @@
 """Everything that knows about concrete array libraries.
 
-The rest of the package is written once against the Python array API standard and gets its
-namespace from its inputs. This module is the single place that imports NumPy, PyTorch or CuPy
-for computation (with `zovh_opt._arrays.device_normals`, CuPy's kernel for directions);
-``tests/test_backends.py`` keeps it that way. It does these jobs:
-
-* find the array namespace of the caller's arrays (`namespace_of`) and turn Python sequences
-  into NumPy arrays, as ``scipy.optimize.minimize`` does;
-* say where a run's arrays live and which namespace the optimizer computes in (`ArraySpace`:
-  CPU PyTorch tensors are computed through zero-copy NumPy views);
-* turn the SPEC 7 ``rng`` argument into a counter-based source of Gaussian directions, one
-  block per iteration, drawn natively where the arrays live and reproducible block by block
-  (`DirectionSource`);
-* draw one standard Gaussian vector from an integer seed, the same on every backend
-  (`gaussian_direction`, used by the test problems).
-
-Directions on the CPU (NumPy, array-api-strict, CPU PyTorch tensors) come from NumPy's SFC64
-generator, one stream per block and span of `STREAM_COLUMNS` columns, so one seed gives the
-same directions, and the same run up to rounding, on every CPU backend. Directions for GPU
-arrays are drawn on the device, by ``torch.Generator`` for PyTorch and by a counter-based
-kernel for CuPy (`zovh_opt._arrays.device_normals`); nothing of size ``d`` is copied between host
-and device.
+The rest of the package is written once against the array API standard and takes its
+namespace from its inputs; this module (with `zovh_opt._arrays.device_normals`, CuPy's kernel)
+is the single place that imports NumPy, PyTorch or CuPy for computation
+(``tests/test_backends.py`` keeps it so). It finds the caller's namespace (`namespace_of`),
+says where a run's arrays live and which namespace computes (`ArraySpace`: CPU PyTorch through
+zero-copy NumPy views), turns SPEC 7's ``rng`` into reproducible blocks of Gaussian directions
+drawn where the arrays live (`DirectionSource`: SFC64 streams per block and span of
+`STREAM_COLUMNS` on the CPU, the device's generator on a GPU, nothing of size ``d`` copied
+between host and device), and draws a seed's vector the same on every backend
+(`gaussian_direction`). Details: the theory page, *The run's parts in detail*.
 """
 
 from __future__ import annotations

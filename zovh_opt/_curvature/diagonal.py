@@ -1,26 +1,13 @@
 r"""ZoVH's curvature model: a diagonal estimate of the Hessian, accumulated across iterations.
 
-In high dimension one iteration's Hessian estimate cannot shape a step: with ``M`` random
-directions and ``d >> M`` the Woodbury inverse of eq. (15) tends to :math:`I/\lambda` and the
-ZoVH direction to :math:`\hat g / \lambda` (docs, *Theory*). What one iteration *can* measure
-without bias is the diagonal of the Hessian, coordinate by coordinate, with noise of relative
-size :math:`O(\sqrt{d / P})`; accumulated over many iterations that noise averages out.
-
-The model is :math:`h \approx \operatorname{diag}(\nabla^2 f)` in the run's coordinates,
-kept as its scale :math:`c = \operatorname{geomean}(h)`, a float, and its shape
-:math:`\log(h / c)`, an array of mean 0. It whitens the sampling: queries are
-:math:`x \pm \mu\, s \circ u` with :math:`s = (c / h)^{1/2}`, so that in the
-whitened coordinates :math:`z = x / s` the model's Hessian is :math:`c I`. Each iteration
-measures its error there (`zovh_opt.estimators.diagonal_hessian_error`), ``e``, and updates
-
-.. math:: \rho = \operatorname{clip}(e / c, -1, 1), \qquad
-          \log h \mathrel{+}= \tfrac12 \bar\rho + \beta (\rho - \bar\rho),
-
-a multiplicative step on each coordinate: the overall scale (the mean of :math:`\rho` over
-``d`` coordinates, nearly free of noise) learns fast, at rate 1/2; the shape, where every
-coordinate has its own noise, at :math:`\beta` = `SHAPE_RATE`. Clipping bounds each change to
-a factor :math:`e^{1/2}` and keeps :math:`h > 0`, so the model's Newton step is always a
-descent direction along the gradient estimate.
+At ``d >> M`` one iteration's Hessian estimate cannot shape a step (the Woodbury inverse of
+eq. (15) tends to :math:`I/\lambda`), but it measures the Hessian's diagonal without bias,
+with noise that averages out over iterations. The model keeps a scale :math:`c` (a float) and
+a shape :math:`\log(h / c)` (an array of mean 0), whitens the queries with
+:math:`s = (c / h)^{1/2}`, and moves :math:`\log h` by each iteration's clipped relative
+error: the scale at rate 1/2, the shape at `SHAPE_RATE`; ``h > 0`` always, so the Newton step
+is a descent direction along the gradient estimate. The update in full: the theory page,
+*The run's parts in detail*.
 """
 
 from __future__ import annotations

@@ -1,23 +1,13 @@
 """Box constraints: ``bounds=`` read as SciPy reads it, and the smooth map onto the box.
 
-The methods need a smooth objective on all of :math:`\\mathbb{R}^d`: their queries
-``x + mu u`` have Gaussian ``u`` and reach any distance, and the estimators are unbiased for
-the Gaussian-smoothed objective. So the run lives in unconstrained coordinates ``z``, and
-every point it evaluates is ``x = phi(z)``, where ``phi`` maps each coordinate onto its
-interval ``[l, u]`` (pycma's ``BoxConstraintsLinQuadTransformation``, Hansen et al.):
-
-- the identity on ``[l + a, u - a]``;
-- a parabola that meets the bound with slope 0 at ``z = l - a`` (and ``u + a``):
-  ``phi(z) = l + (z - l + a)^2 / (4 a)`` on ``[l - a, l + a]``;
-- mirrored beyond, so ``phi`` is periodic with period ``2 (u - l + 2 a)``.
-
-``phi`` is continuously differentiable, so ``f o phi`` is as smooth as the estimators need,
-and a minimum on a bound of the box is a smooth minimum of ``f o phi`` (``f`` grows
-quadratically in ``z`` away from it), which the step rule converges to like any other. The
-margin is ``a = 0.05 (u - l)`` for a finite interval, so the map commutes with a shift or a
-rescaling of the box, and ``a = 0.05 max(|b|, s)`` for a one-sided bound ``b``, where ``s``
-is the coordinate's scale in ``x0`` (pycma's has ``s = 1``: `one_sided_scales` says why not).
-A fixed variable (``l == u``) maps to ``l``.
+The methods' Gaussian queries reach any distance, so the run lives in unconstrained
+coordinates ``z`` and evaluates ``x = phi(z)``: pycma's ``BoxConstraintsLinQuadTransformation``
+(Hansen et al.), the identity inside a margin ``a`` of each bound, a parabola meeting the bound
+with slope 0, mirrored beyond (periodic). ``phi`` is continuously differentiable, so a minimum
+on a bound is a smooth minimum of ``f o phi``. The margin is ``0.05 (u - l)`` for a finite
+interval and ``0.05 max(|b|, s)`` for a one-sided bound ``b`` (``s`` the coordinate's scale in
+``x0``: `one_sided_scales` says why); a fixed variable (``l == u``) maps to ``l``. The map in
+full: the theory page, *The run's parts in detail*, and the bounds guide.
 """
 
 from __future__ import annotations

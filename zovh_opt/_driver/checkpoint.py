@@ -1,21 +1,12 @@
 """The checkpoint file format: plain data and arrays, versioned, checksummed, written atomically.
 
-A checkpoint is a ZIP archive that ``numpy.load`` opens (an ``.npz``), stored without
-compression:
-
-- ``header.json``: the format name and version, the zovh-opt version that wrote it, and the
-  state as a JSON tree; each array in the tree is a reference ``{"$array": "a0"}`` and each
-  non-finite float ``{"$float": "inf"}`` (JSON has neither);
-- ``a0.npy``, ``a1.npy``, ...: the arrays, in NumPy's ``.npy`` format, never pickled objects;
-- the archive comment: the SHA-256 of every byte before it, as 64 hexadecimal digits.
-
-Nothing in the file is code and nothing is unpickled: `read` verifies the checksum over the
-whole file before it parses anything, and reads the arrays with ``allow_pickle=False``.
-`write` writes a temporary file in the target's directory, flushes it to disk and renames it
-over the target (``os.replace``), so an interrupted save leaves the previous checkpoint whole.
-A symbolic link is written through (its target is replaced, the link stays, as
-``numpy.savez`` does); a path that is not a regular file (a FIFO, a device such as
-``/dev/null``, a directory) is refused, never replaced.
+An uncompressed ``.npz``: ``header.json`` (format and zovh-opt versions, the state as a JSON
+tree whose arrays are references ``{"$array": "a0"}`` and whose non-finite floats are
+``{"$float": "inf"}``), the arrays as ``.npy`` files, never pickled, and the SHA-256 of every
+byte before it as the archive's comment. `read` verifies the checksum before it parses
+anything; `write` renames a flushed temporary file over the target, so an interrupted save
+leaves the previous checkpoint whole. A symbolic link is written through; a path that is not a
+regular file is refused. The format in full: the theory page, *The run's parts in detail*.
 """
 
 from __future__ import annotations

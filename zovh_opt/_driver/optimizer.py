@@ -1,24 +1,14 @@
-"""The ask/tell driver: `Optimizer` coordinates the parts of a run around one method object.
+"""The ask/tell driver: `Optimizer` runs a pipeline of stages over the parts of a run.
 
-The parts, each a module of `zovh_opt._driver` with its own checkpointable state (docs:
-*Architecture*): `coordinates` (the box map and the run's units), `stopping` (budgets and
-tolerances), `safeguard` (failed evaluations, divergence, stalls and restarts),
-`returned_point` (the best point, the noisy comparison with ``x0``); `evaluation` and
-`reporting` serve `Optimizer.run`. The driver never looks inside the estimators: it sees
-points, values, the iterate and a few numbers per step.
-
-A run measures ``x0`` where it asks whether the objective is noisy
-(`zovh_opt._noise.monitor`), then iterates until a stopping rule fires (a noisy run measures
-its centre every 40 iterations against its best measured point, `zovh_opt._noise.drift`;
-such asks: `measurements`),
-then makes the final ask (for a noisy objective two: the final iterate and the average of its
-centres, then the chosen point). ``x0`` is copied, and every array handed out is new and never
-read again. When ``fun`` raises inside
-`Optimizer.run`, the ask stays pending with the values obtained (``run`` again evaluates the
-rest; ``tell`` or ``discard`` also close it); a Ctrl-C ends ``run`` with status 6, and ``run``
-again continues. Calls from a second thread while one is inside ``ask``, ``tell``,
-``discard``, ``run`` or ``save`` raise ``RuntimeError`` at once. ``save`` and ``load``
-continue a run bit for bit, also between an ``ask`` and its ``tell``.
+The parts (`zovh_opt._driver.parts.RunParts`: coordinates, stopping, safeguard, the returned
+point, the noise monitor, the method) each keep their own checkpointable state; the stages
+(`zovh_opt._driver.stages`) ask and take values in the order `zovh_opt._driver.pipeline`
+writes down. `Optimizer` holds the parts, the current stage and the pending ask, and does ask,
+tell, run, save and load (docs: *Architecture*). ``x0`` is copied and every array handed out
+is new. When ``fun`` raises inside `Optimizer.run` the ask stays pending with the values
+obtained; Ctrl-C ends ``run`` with status 6 and ``run`` again continues. A second thread's
+call while one is inside raises ``RuntimeError``; ``save`` and ``load`` continue a run bit
+for bit, also between an ``ask`` and its ``tell``.
 """
 
 from __future__ import annotations

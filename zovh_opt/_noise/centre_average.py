@@ -1,23 +1,15 @@
 """The average of a noisy run's recent centres: the second candidate for its answer.
 
-Where noise decides part of each step, the step rule's centre ends at a point that the last
-few steps' noise placed: on a noisy sphere (``d = 1000``, ``sigma = 1``, ``30 d`` evaluations)
-the final centre lay at ``f = 2.7`` (median of 10 seeds) while the run had been within a few
-steps of the minimum for thousands of evaluations. Averaging the iterates of a stochastic
-method removes that noise (Polyak and Juditsky, *Acceleration of stochastic approximation by
-averaging*, SIAM J. Control Optim. 30, 1992); weights that decay polynomially forget the
-early, distant iterates (Shamir and Zhang, *Stochastic gradient descent for non-smooth
-optimization*, ICML 2013):
+Where noise decides part of each step, the final centre sits where the last steps' noise put
+it; averaging a stochastic method's iterates removes that noise (Polyak and Juditsky, 1992),
+and polynomially decaying weights forget the early ones (Shamir and Zhang, 2013)::
 
-    xbar_k = (1 - w_k) xbar_{k-1} + w_k c_k,   w_k = (DECAY + 1) / (k + DECAY),
+    xbar_k = (1 - w_k) xbar_{k-1} + w_k c_k,   w_k = (DECAY + 1) / (k + DECAY)
 
-over the centres ``c_k`` of the iterations since the noise was known (``DECAY = 3``: about the
-last quarter to half of them carry the average). It lags a run that still descends fast (a
-converging run under COCO's Cauchy outliers, exact in four calls of five, ended 1.7 decades
-of the gap closer with its final iterate), so the end of the run measures both and returns the
-average unless the final iterate is significantly the lower (`zovh_opt._driver.returned_point`).
-One ``d``-vector, kept only by noisy runs with the step rule (a fixed learning rate, the
-paper's Algorithm 1, returns its iterate as published).
+over the centres since the noise was known. It lags a run that still descends fast, so the
+run's end measures both and keeps the final iterate only where it is significantly the lower
+(`zovh_opt._driver.returned_point`). One ``d``-vector, kept by noisy runs with the step rule
+only. Evidence: the theory page, *The run's parts in detail*.
 """
 
 from __future__ import annotations

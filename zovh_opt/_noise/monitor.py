@@ -1,24 +1,14 @@
 """Whether the objective is noisy: repeated evaluations at ``x0`` and at the best point.
 
-A deterministic ``fun`` gives the same value at the same point (to its last bits: `repeats`
-allows `REPEAT` eps, the rounding of sums that run in another order for another memory
-alignment); a noisy one does not. So a run evaluates points again:
-
-- ``noisy="auto"`` (the default, with the step rule): ``x0`` twice before the first iteration,
-  and the best point so far once more after iterations 4, 8, 16, ... (noise in a fraction of
-  the calls, outliers, can miss ``x0``'s two values). Values that repeat (or values that failed)
-  mean a deterministic objective, and the run ends as ``noisy=False`` does. Different values
-  mean noise: ``x0`` is measured until it has ``final_evaluations`` values (10 by default,
-  fewer where ``maxfev`` cannot pay for them), and the run goes on as with ``noisy=True``;
-- ``noisy=True``: ``x0`` ``final_evaluations`` times;
-- ``noisy=False``, and ``"auto"`` with a fixed learning rate (the paper's Algorithm 1, which
-  must run as published): no measurement.
-
-When noise is known the run acts on it (`NoiseMonitor.act`): the step rule keeps the
-smoothing radius above the noise (`zovh_opt._methods.step_size`), the tolerances that noise alone
-would trigger (``ftol``, ``xtol``, ``flat_iterations`` left ``"auto"``) are off, and the
-returned point is chosen by mean values and measured afresh (`zovh_opt._driver.returned_point`);
-the values at ``x0`` serve as its side of that comparison.
+A deterministic ``fun`` repeats its value at the same point (within `REPEAT` eps: sums that run
+in another order); a noisy one does not. With ``noisy="auto"`` (the default with the step rule)
+a run evaluates ``x0`` twice before its first iteration and its best point again after
+iterations 4, 8, 16, ...; different values mean noise, and ``x0`` is measured to
+``final_evaluations`` values. ``noisy=True`` measures ``x0`` that often at once;
+``noisy=False`` and a fixed learning rate measure nothing. Once noise is known
+(`NoiseMonitor.act`) the smoothing radius stays above it, the tolerances noise alone would
+trigger are off, and the returned point is chosen by means and measured afresh. In full: the
+theory page, *The run's parts in detail*.
 """
 
 from __future__ import annotations

@@ -1,24 +1,10 @@
 """attack: black-box adversarial attack on a small CNN, iterations to success per method.
 
-The paper's Table 1 (Sec. 6.3, Appx. F.3) attacks
-a two-layer CNN trained on MNIST. MNIST cannot be downloaded here, so a CNN of the same shape
-(two convolutional and two fully connected layers) is trained in seconds on scikit-learn's
-bundled ``load_digits`` images (1797 digits, 8 x 8 pixels), upsampled bilinearly to MNIST's
-28 x 28 so that the attack runs in MNIST's dimension ``d = 784``.
-
-For a correctly classified test image ``x`` and a target class ``t`` other than its own (a
-targeted attack; both drawn per seed), the methods minimise, over the perturbation ``delta``,
-the margin loss
-
-.. math:: \\ell(\\delta) = \\max_{j \\ne t} \\log p_j(\\tilde x) - \\log p_t(\\tilde x), \\qquad
-          \\tilde x = \\mathrm{clip}_{[0, 1]}\\big(x + \\mathrm{clip}_{[-0.2, 0.2]}(\\delta)\\big),
-
-an l-infinity box of 0.2 applied inside the objective (the methods are unconstrained), from
-``delta = 0``. The attack succeeds at the first iteration whose iterate has ``loss < 0`` (checked
-outside the budget): the model then puts the target class first. Settings of Table
-``adversarial-hyper-parameters``: ``K = 3``, ``mu = 0.5``,
-``lambda = 0.1``, HiZOO's ``alpha = 1e-8``, learning rate the best of ``{0.01, 0.02, 0.05,
-0.1}`` per method; 10 seeds, each attacking a different image. Needs PyTorch and scikit-learn.
+The paper's Table 1 (Sec. 6.3, Appx. F.3) at MNIST's dimension ``d = 784``: a CNN of the
+paper's shape trained in seconds on scikit-learn's bundled digits (MNIST cannot be downloaded
+here), a targeted margin loss in an l-infinity box of 0.2, the paper's settings and each
+method's best learning rate, 10 seeds. Needs PyTorch and scikit-learn. The protocol in full:
+``docs/benchmarks/paper-experiments.md``, *Black-box adversarial attack*.
 """
 
 from __future__ import annotations

@@ -1,45 +1,13 @@
 """coco: COCO's bbob-largescale and bbob suites, every method at its defaults against peers.
 
-The field's standard benchmark (Hansen, Auger, Ros, Mersmann, Tušar and Brockhoff, *COCO: a
-platform for comparing continuous optimizers in a black-box setting*, Optim. Methods Softw.
-36, 2021), through the ``coco-experiment`` package (module ``cocoex``). Every solver gets the
-same problems (functions, instances, dimension) and the same budget of ``budget * d``
-evaluations, at its documented defaults:
-
-* ``zovh``, ``zoar``, ``hizoo``, ``mezo``: ``zovh_opt.minimize(fun, x0, method=...,
-  options={"maxfev": remaining budget})``, nothing else set;
-* ``L-BFGS-B (FD)`` and ``Powell``: ``scipy.optimize.minimize`` with ``maxfun`` /
-  ``maxfev``; L-BFGS-B's gradient by finite differences (``d + 1`` evaluations);
-* ``zovh-paper``, ``zovh-model`` and ``zovh-full`` (not run by default): ``zovh`` with
-  ``curvature="off"`` (the paper's iteration, with the step rule), ``"diagonal"`` or
-  ``"full"`` (the curvature models), whatever the budget and the dimension: the sides of the
-  default's choices (``curvature="auto"`` runs the paper's iteration when ``maxfev < 30 d``,
-  the full model up to ``d = 40``), to check where they should switch; ``zovh-new-starts``:
-  ``zovh`` with ``new_starts=100`` (new starts until the budget is spent);
-* ``COBYQA`` and ``IPOP-CMA-ES`` (not run by default, for the ``bbob`` suite at small ``d``):
-  ``scipy.optimize.minimize(method="COBYQA")`` with ``maxfev``, and pycma's ``fmin2`` with
-  ``restarts=9, incpopsize=2`` (IPOP), ``sigma0 = 2``, COCO's start first and uniform points
-  of ``[-4, 4]^d`` for its restarts;
-* ``sep-CMA-ES``: pycma's ``CMAEvolutionStrategy(x0, 2, {"CMA_diagonal": True})``, the
-  ``sigma0`` of COCO's own pycma example for the domain ``[-5, 5]^d``.
-
-With ``--bounds`` every solver is given the problems' box (``[-5, 5]^d`` on ``bbob``) as
-bounds, as a user who knows it would: ``zovh`` and SciPy's through ``bounds=``, pycma's
-through its ``bounds`` option (its default handling, a transformation onto the box).
-
-A solver that stops before the budget is spent is restarted from a uniform point of
-``[-4, 4]^d`` (the first start is COCO's ``initial_solution``), as COCO's example experiment
-does; a run is cut at the budget. The measure is COCO's anytime one: a (function, instance,
-target) triple is solved within ``n`` evaluations when the best value found in the first ``n``
-is at most ``f_opt + target``; targets ``10^1, 10^0, ..., 10^-7``. The report gives, per
-solver, the fraction of triples solved within ``10 d`` and ``100 d`` evaluations, per function
-at ``100 d``, and how the runs ended. With ``--seeds S`` every solver runs every problem ``S``
-times, seed ``k`` offsetting its runs' seeds and drawing its own restart points (``k = 0``:
-those of a run without the option); the table gives the median fraction over seeds and each
-seed's, the per-function table and the figure the mean (on the ``bbob`` suite at d = 2 and 5
-one seed's fraction moves by up to 0.05 either way, more than many a difference between
-solvers). With ``cocopp`` installed, COCO's own post-processing of
-the logged data draws the runtime ECDFs (``cocopp.png``, and its HTML output in ``ppdata/``).
+The field's standard benchmark (Hansen et al., *COCO: a platform for comparing continuous
+optimizers in a black-box setting*, Optim. Methods Softw. 36, 2021) through ``cocoex``: every
+solver gets the same problems and ``budget * d`` evaluations at its documented defaults, is
+restarted from a uniform point until the budget is spent, and is judged by COCO's anytime
+measure (targets ``10^1 ... 10^-7``, fractions solved within ``10 d`` and ``100 d``).
+``--bounds`` gives every solver the box, ``--seeds S`` runs every problem ``S`` times; with
+``cocopp`` installed COCO's own post-processing draws the runtime ECDFs. The solvers and the
+protocol in full: ``docs/benchmarks/coco.md``, *Protocol*.
 """
 
 from __future__ import annotations

@@ -1,27 +1,11 @@
 """curvature: what ZoVH's curvature model buys on ill-conditioned problems, and why the
 paper's per-iteration estimate cannot.
 
-Three measurements, one command:
-
-1. **The per-iteration step is the gradient step.** The paper's iteration (``curvature="off"``,
-   its settings ``K = 3``, ``N = 4``, ``mu = lambda = 0.1``, a fixed learning rate) on a
-   quadratic (``zovh_opt.problems.quadratic``) and on Rosenbrock, ``d = 1e3`` and ``1e4``: the
-   cosine between each step ``p`` and ``g / lambda``, ``g`` the gradient estimate (eq. (35)) of the
-   same kept queries, over ``ITERATIONS`` iterations.
-2. **The learned model against the truth.** A default run on the diagonal quadratic with
-   eigenvalues log-spaced in ``[1, 1e6]``, ``d = 1000``, ``x0 ~ N(0, I)``: the correlation of
-   ``log`` of the learned ``diag(hess_inv)`` with ``log 1/h`` as the run goes, and the two
-   side by side at the end.
-3. **Against tuned peers.** The diagonal quadratics with condition 1e3 and 1e6, ``d = 1000``,
-   30 000 evaluations, 3 seeds: default ``zovh`` against ZO-SGD, ZoAR and HiZOO with their
-   learning rate tuned per problem on a half-decade grid (seed 0 picks the rate, all seeds
-   run it). ``f / f0`` at the returned point, median and range over seeds.
-4. **Where it does not help.** The default against ``curvature="off"`` (the paper's iteration
-   with the step rule) on problems a diagonal model cannot whiten or where its ``2 P``
-   evaluations per iteration cost more than they buy: the rotated quadratic of condition 100,
-   Rosenbrock, Levy and Ackley, and the paper's quadratic, ``d = 1000``, ``x0 ~ N(0, I)``,
-   30 ``d`` evaluations, noiseless and with Gaussian noise of standard deviation 1 (then
-   ``noisy=True``), 2 seeds; true ``f`` at the returned point, median.
+Four measurements, one command: the paper's per-iteration step against the gradient step
+(their cosine); the learned ``diag(hess_inv)`` against the true one as a run goes; the
+default against ZO-SGD, ZoAR and HiZOO with tuned rates on diagonal quadratics of condition
+1e3 and 1e6 at ``d = 1000``; and the default against ``curvature="off"`` where a diagonal
+model cannot help. The protocol in full: ``docs/benchmarks/curvature.md``, *Protocol*.
 """
 
 from __future__ import annotations

@@ -1,20 +1,11 @@
 """finetune: zeroth-order fine-tuning of an OPT model, MeZO / HiZOO / ZoVH (the paper's Appx. E).
 
-An OPT-architecture model (``transformers``' ``OPTForCausalLM`` from a config: no download) is
-pre-trained with backpropagation on a language this benchmark generates (reviews of films and
-meals, each followed by ``it was great`` or ``it was terrible``), then fine-tuned without
-gradients on two prompt-based classification tasks, as MeZO's prompts do (the loss is the
-cross-entropy over the label words' logits at the prompt's last token):
-
-- ``sentiment``: ``<review> it was`` -> great / terrible, the majority of the review's three
-  adjectives, where the pre-training text said the first adjective's (a shifted rule);
-- ``topic``: ``<review> the topic was`` -> film / food (a task the pre-training never shows).
-
-Every method gets the paper's budget of forward passes, its rate from the paper's grid chosen
-by the median validation loss over seeds, and the paper's other settings (``mu`` 1e-2; ``K``
-3 for ZoVH, one pair for MeZO, one direction (three passes) for HiZOO; ``lambda`` 0.5; HiZOO's
-``alpha`` 1e-8). A second table measures the cost: time per forward pass and peak memory
-against MeZO's on a model of about 1e7 parameters (CPU; on a GPU where one is given).
+An OPT model built from a config (no download), pre-trained with backpropagation on a
+language this benchmark generates, then fine-tuned without gradients on two prompt tasks
+(a shifted sentiment rule and an unseen topic) with the paper's budget of forward passes and
+settings, each rate chosen from the paper's grid; a second table gives time per forward pass
+and peak memory against MeZO's. The protocol in full:
+``docs/benchmarks/paper-experiments.md``, *LLM fine-tuning, at a CPU's size*.
 """
 
 from __future__ import annotations

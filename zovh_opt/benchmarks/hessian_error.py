@@ -1,21 +1,11 @@
 """hessian-error: Frobenius error of ZO Hessian estimators along descent trajectories.
 
-The paper's Fig. 2 (Sec. 6.1, Appx. F.1): in
-``d = 5000`` with ``K = 3`` directions and ``mu = 0.1``, the two- and three-point Stein
-estimators, the central-difference estimator and ZoVH with ``N = 1`` and ``N = 6`` are compared
-by :math:`\\|\\hat H - \\nabla^2 f(x)\\|_F` at 25 test points along gradient-descent
-trajectories from 20 random starts, on a quadratic, Rosenbrock and Styblinski-Tang.
-
-The paper does not give the descent's step size, and it matters: query reuse pays only while
-the iterate moves little between the reused queries (the drift term of Thm.
-B.1). Two trajectories are run from each start: ``fast``, with
-a gradient step near ``1/L`` that brings the test points close to the minimum, and ``slow``,
-with a step a thousand times smaller, as slow as zeroth-order runs move.
-
-Every estimate is a sum of rank-one terms plus a multiple of the identity
-(`zovh_opt.estimators.hessian_terms`), and every true Hessian here is structured, so the error
-is computed from Gram matrices, Hessian-vector products and the Hessian's trace and Frobenius
-norm, in :math:`O(M^2 d)`; no ``d x d`` array is formed.
+The paper's Fig. 2 (Sec. 6.1, Appx. F.1): the Stein, central-difference and ZoVH estimators
+at ``d = 5000`` along gradient-descent trajectories on a quadratic, Rosenbrock and
+Styblinski-Tang, fast and slow (the paper does not give the descent's step, and query reuse
+pays only while the iterate moves little). Errors come from Gram matrices and
+Hessian-vector products in ``O(M^2 d)``, no ``d x d`` array. The protocol in full:
+``docs/benchmarks/paper-experiments.md``, *Hessian estimation error*.
 """
 
 from __future__ import annotations

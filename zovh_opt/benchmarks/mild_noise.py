@@ -1,24 +1,12 @@
 """Mild noise at small d: the default against NEWUOA, BOBYQA, COBYQA and Nelder-Mead.
 
-COCO's ``bbob`` functions (through ``cocoex``) at small ``d``, from their standard start, with
-noise of the kind a simulation's tolerance or a Monte-Carlo estimate with many samples makes,
-applied to ``g = f - f_opt`` (each call returns ``f_opt + noisy(g)``):
-
-* ``relative``: ``g (1 + level N(0, 1))``, stochastic;
-* ``rough``: ``g (1 + level r(x))``, deterministic: ``r`` in ``[-1, 1]`` a hash of ``x``'s
-  bits (a solver's tolerance: the same ``x`` gives the same value, rough at every scale);
-* ``gaussian``, ``uniform``, ``cauchy``: ``bbob-noisy``'s moderate models (its functions
-  101 to 106 are them on the sphere and Rosenbrock's function): ``g exp(0.01 N)``;
-  ``g U^0.01 max(1, (1e9 / g)^(0.01 (0.49 + 1 / d) U'))``;
-  ``g + 0.01 max(0, 1000 + 1[U < 0.05] N / (|N'| + 1e-199))``.
-
-Every solver gets the same problems and the same noise stream, and ``budget d`` evaluations;
-a problem counts as solved at ``tau`` where the noise-free gap at the returned point is at
-most ``tau g(x0)`` ("returned", ``tau`` = 1e-3 and 1e-5), or where the lowest noise-free gap
-among the first ``10 d`` evaluations is at most ``1e-3 g(x0)`` ("anytime at 10 d"). The
-peers run at their documented defaults: NEWUOA through ``nlopt`` (``LN_NEWUOA``, its own
-initial step), BOBYQA through Py-BOBYQA, COBYQA and Nelder-Mead through SciPy; a peer whose
-package is not installed is left out, and the report says so.
+COCO's ``bbob`` functions at small ``d`` from their standard start, under the noise a
+simulation's tolerance or a many-sample Monte-Carlo estimate makes: relative (``g (1 + level
+N)``), deterministic rough (``g (1 + level r(x))``, ``r`` a hash of ``x``) and bbob-noisy's
+moderate models. Every solver gets the same problems, noise stream and ``budget d``
+evaluations at its documented defaults; a problem is solved at ``tau`` where the noise-free
+gap at the returned point is at most ``tau g(x0)``, or anytime within ``10 d``. The protocol
+in full: ``docs/benchmarks/mild-noise.md``, *Protocol*.
 """
 
 from __future__ import annotations

@@ -1,44 +1,13 @@
 """noise: the bbob functions under bbob-noisy's noise models, judged by the noise-free value.
 
-COCO's ``bbob`` functions (through ``cocoex``; above ``d = 40``, where ``bbob`` has none, those
-of ``bbob-largescale``, whose rotations are block-diagonal) with the noise models of its
-``bbob-noisy`` suite (Hansen, Finck, Ros and Auger, *Real-parameter black-box optimization
-benchmarking 2009: noisy functions definitions*, INRIA RR-6869), applied to
-``g = f - f_opt``: each call returns ``f_opt + noisy(g) + 1.01e-8`` (the last term where
-``g >= 1e-8``), with
-
-* ``gaussian``: ``g exp(beta N(0, 1))``, ``beta = 1`` (the suite's severe setting);
-* ``uniform``: ``g U^beta max(1, (1e9 / (g + 1e-99))^(alpha U'))``, ``beta = 1``,
-  ``alpha = 0.49 + 1 / d`` (severe);
-* ``cauchy``: ``g + alpha max(0, 1000 + 1[U < p] N / (|N'| + 1e-199))``, ``alpha = 1``,
-  ``p = 0.2`` (severe: outliers in a fifth of the calls);
-* ``additive``: ``g + sigma N(0, 1)``, ``sigma`` one percent of the start's ``g``.
-
-Each solver gets the same problems, the same noise stream (seeded by the problem and the
-seed) and a budget of ``budget * d`` evaluations, and returns one point ``x``; the measure is
-the noise-free gap there, ``log10(max(g(x), 1e-8) / g(x0))`` (0: no progress, -1: ten times
-closer), the median over functions, instances and seeds, per noise model. With ``--seeds S``
-each problem runs ``S`` times, the ``k``-th with noise stream ``k`` and the solvers' seed
-``k`` (``k = 0``: the stream and seeds of a run without the option); the report then also
-gives, per noise model, the median of the paired differences ``zovh noisy=True`` less
-``zovh`` (same problem, same seed). Solvers, at their
-documented defaults:
-
-* ``zovh``: ``zovh_opt.minimize(fun, x0, options={"maxfev": budget})``; ``zovh noisy=True``
-  adds ``noisy=True``;
-* ``CMA-ES (NoiseHandler)``: pycma's ``CMAEvolutionStrategy(x0, 2)`` in pycma's documented
-  loop with ``NoiseHandler(d, maxevals=[1, 1, 30])``; ``x`` is the distribution's mean
-  (``result.xfavorite``, pycma's advice for noisy functions);
-* ``Powell``, ``Nelder-Mead``: ``scipy.optimize.minimize`` with ``maxfev``;
-* ``SPSA``: ``noisyopt.minimizeSPSA`` (``paired=False``: the objective draws its own noise),
-  ``budget / 2`` iterations;
-* ``zoar oracle``: ``method="zoar"`` with a fixed learning rate from the grid
-  ``10^-6 ... 10^0`` and ``noisy=True``; the table takes, per noise model and function, the
-  rate whose median over instances is best (an oracle no user has).
-
-The report also checks that zovh's ``fun`` is within three standard errors
-(``fun_std_error``) of the noisy objective's true mean at ``x`` (known in closed form for
-every model but ``cauchy``, whose mean is infinite).
+COCO's ``bbob`` functions (``bbob-largescale``'s above ``d = 40``) with the noise models of
+``bbob-noisy`` at their severe settings (multiplicative Gaussian and uniform, Cauchy outliers,
+additive Gaussian), the same noise stream and budget for every solver at its documented
+defaults (zovh, pycma's CMA-ES with its ``NoiseHandler``, Powell, Nelder-Mead, SPSA and a ZoAR
+oracle). The measure is the noise-free gap at the returned point, ``log10(g(x) / g(x0))``,
+median over functions, instances and seeds; the report also checks that zovh's ``fun`` is
+within three standard errors of the true mean. The protocol in full:
+``docs/benchmarks/noise.md``, *Protocol*.
 """
 
 from __future__ import annotations

@@ -1,19 +1,10 @@
 """peers: when is ZoVH the right tool? Equal evaluation budgets against SciPy and CMA-ES.
 
-The same problems, three regimes, every method given the same number of function evaluations:
-
-* ``noiseless``: ``d = 10^4``, 80000 evaluations, budget well above ``d``;
-* ``noisy``: ``f(x) + sigma * xi`` with ``xi ~ N(0, 1)``, same ``d`` and budget;
-* ``small budget``: ``d = 10^5``, 40000 evaluations, fewer than ``d``.
-
-Contenders: ``zovh_opt.minimize(method="zovh")`` with ``learning_rate="auto"`` (what a user gets
-without tuning; ``noisy=True`` in the noisy regime), SciPy's L-BFGS-B with finite-difference
-gradients (``d + 1`` evaluations per gradient), SciPy's Powell, and pycma's sep-CMA-ES
-(``CMA_diagonal=True``, ``sigma0 = 0.5``). The table reports the true, noiseless ``f`` at the
-point each method returns. A method that would overrun the budget is stopped at it and
-returns the best point it evaluated (the rule ``minimize`` itself follows). Powell keeps a
-``d x d`` direction matrix, 800 MB at ``d = 10^4`` and 80 GB at ``d = 10^5``; it is not run
-where that exceeds 1 GB.
+Three regimes at equal evaluation budgets (noiseless and noisy at ``d = 10^4``, a budget
+below ``d`` at ``10^5``): the default ``zovh`` against L-BFGS-B with finite differences,
+Powell (where its ``d x d`` matrix fits in 1 GB) and pycma's sep-CMA-ES, judged by the true
+``f`` at the returned point. The protocol in full:
+``docs/benchmarks/paper-experiments.md``, *When is ZoVH the right tool?*.
 """
 
 from __future__ import annotations

@@ -1,25 +1,11 @@
 """smooth: smooth high-dimensional problems with a non-diagonal Hessian, against L-BFGS-B.
 
-Where a zeroth-order user meets a smooth deterministic objective at large ``d`` (an inverse
-problem, a regression), SciPy's L-BFGS-B with finite-difference gradients (``d + 1``
-evaluations a gradient) is the tool they already have. Three problems, each at ``d = 2000``
-and ``20 000``, from ``x0 = 0``:
-
-* ``deblur-1d``: ``f(x) = |A x - b|^2 / 2 + lambda |x|^2 / 2``, ``A`` a periodic Gaussian
-  blur of 3 samples (19 taps), ``lambda = 1e-2``, ``b`` a blurred piecewise-constant signal
-  with 1 % noise (Hessian circulant, condition about 100);
-* ``deblur-2d``: the same for an image (``40 x 50`` or ``125 x 160`` pixels, blur of 2
-  pixels), a Hessian with the blur's two-dimensional band;
-* ``logistic``: a ridge-regularised logistic regression (``d / 4`` samples with 20 nonzero
-  features each, labels from a planted model with 10 % flipped, ``lambda = 0.1``).
-
-``f*`` is exact for the deblurring problems (a division in Fourier space) and L-BFGS-B's
-with the exact gradient (``gtol = 1e-12``) for the logistic one. The measure is the relative
-gap ``(f_best - f*) / (f(x0) - f*)`` of the best value found within ``n d`` evaluations:
-for ``zovh`` a run with ``maxfev = n d`` for each budget (the default's choices depend on
-``maxfev``), median over seeds with the smallest and largest in brackets; L-BFGS-B is
-deterministic (one run per budget: the same iterates, cut there), its evaluations counted by
-the objective itself (``maxfun`` is checked between its iterations only).
+Where a zeroth-order user meets a smooth deterministic objective at large ``d``, SciPy's
+L-BFGS-B with finite-difference gradients is the tool they already have. Three problems at
+``d = 2000`` and ``20 000`` from ``x0 = 0`` (1-D and 2-D Tikhonov deblurring, a sparse
+logistic regression), judged by the relative gap ``(f_best - f*) / (f(x0) - f*)`` of the best
+value within ``n d`` evaluations: zovh's median over seeds with its range, L-BFGS-B's one
+deterministic run. The protocol in full: ``docs/benchmarks/smooth.md``, *Protocol*.
 """
 
 from __future__ import annotations

@@ -1,31 +1,11 @@
 """The optimizer's own cost per iteration, the objective excluded, against an honest floor.
 
-Three tables:
-
-1. **Step.** For each dimension, history length, dtype and direction storage: the median time
-   of one ``ask`` + ``tell`` of `zovh_opt.ZoVH` on a full history, and of one iteration of
-   `zovh_opt.Optimizer` (the driver around it), beside the floor that any K-direction
-   zeroth-order method pays, written in plain NumPy: draw K Gaussian directions with
-   ``numpy.random.default_rng`` in one call, form the K query points, apply one update. Floor
-   and step are timed interleaved (floor, step, floor, step, ...) so that both see the same
-   machine state, and the medians are compared. On NumPy also the peak memory the optimizer
-   allocates beyond its iterate during an iteration (``tracemalloc``), in units of ``d``
-   floats.
-2. **Fixed cost.** An affine fit ``a + b d`` of the driver's time per iteration over the
-   dimensions up to 1e4: ``a`` is what every iteration costs whatever ``d``.
-3. **The curvature model.** The default ``zovh`` (``PreconditionedZoVH``, ``P`` pairs, here
-   with a fixed rate of 1 so that every iteration steps): one ``ask`` + ``tell``, beside its
-   floor in plain NumPy: ``P`` directions drawn in one call into a kept buffer, the ``2 P``
-   points ``x +- 0.1 u``, one axpy; timed interleaved, medians.
-4. **Per evaluation, against peers.** On a sphere at each ``--peer-dims`` dimension, the time
-   each solver spends outside the objective per function evaluation, measured in the same run:
-   ``zovh_opt.minimize`` (defaults, a fixed budget: below ``30 d`` the default runs the
-   paper's iteration), the same with ``curvature="diagonal"`` (the default's iteration at
-   larger budgets), pycma's sep-CMA-ES (``CMA_diagonal``) and SciPy's L-BFGS-B with finite
-   differences.
-
-Everything runs in one thread: run it with ``OMP_NUM_THREADS=1`` (the command line in the
-docs does), or the BLAS pools of NumPy and PyTorch add their own noise.
+Four tables: the paper's iteration (`zovh_opt.ZoVH`, ask and tell) and the driver around it
+against the plain-NumPy floor every K-direction method pays (draw, form the points, one
+update), timed interleaved, with the peak memory beyond the iterate; the driver's fixed cost
+(an affine fit over ``d``); the default's curvature-model iteration against its floor; and
+each solver's own time per evaluation against peers on a sphere. Run it with
+``OMP_NUM_THREADS=1``. The protocol in full: ``docs/benchmarks/performance.md``, *Protocol of step*.
 """
 
 from __future__ import annotations
