@@ -104,7 +104,8 @@ def test_options_ftol_wins_over_tol():
 def test_maxtime_bounds_the_whole_call(noise, d):
     """An objective of 10 ms a call: the run, its final evaluations included, returns within
     0.5 s of a maxtime of 0.3 s (issue #67); at d = 4 having used most of it, at d = 40, where
-    the first gradient takes 41 calls, without starting an iteration it cannot finish."""
+    the first gradient takes 41 calls, without starting an iteration it cannot finish. A noisy
+    end that had no time to compare with x0 says so, and no choice by values."""
     rng = np.random.default_rng(0)
 
     def slow(x):
@@ -118,6 +119,25 @@ def test_maxtime_bounds_the_whole_call(noise, d):
     assert took <= 0.5 and np.isfinite(res.fun)
     if d == 4:  # (with noise the 30 calls go to x0's measurements and the end)
         assert took >= 0.2 and (res.nit > 0 or noise)
+    if noise:  # the message says how x was chosen: by the comparison with x0, or without one
+        assert ("no time to compare" in res.message) != ("x was chosen by" in res.message)
+
+
+def test_a_noisy_end_without_time_to_compare_says_so():
+    """Twenty values at x0 take 0.2 s of a maxtime of 0.5 s, and the comparison with x0
+    would take forty more: the end returns the final iterate and says that no comparison
+    chose it."""
+    rng = np.random.default_rng(0)
+
+    def slow(x):
+        time.sleep(0.01)
+        return sphere(x) + 0.1 * rng.standard_normal()
+
+    res = zovh_opt.minimize(
+        slow, np.ones(4), rng=0, options={"maxtime": 0.5, "final_evaluations": 20}
+    )
+    assert res.status == 5 and "no time to compare the final iterate with x0" in res.message
+    assert "x was chosen by" not in res.message and np.isfinite(res.fun_std_error)
 
 
 # the method's iterations (the quasi-Newton phase's: tests/test_quasi_newton_phase.py)

@@ -240,7 +240,8 @@ class Optimizer:
             nfev=self.nfev,
             status=self.status,
             success=self.status in (SUCCESS, FTARGET),
-            message=self.message + (parts.noise.note() if self.done else ""),
+            message=self.message
+            + (parts.noise.note(not parts.returned.uncompared) if self.done else ""),
             learning_rate=self.learning_rate,
             iteration=parts.method.iteration,
             restarts=[dict(r) for r in self.restarts],

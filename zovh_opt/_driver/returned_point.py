@@ -63,6 +63,7 @@ class ReturnedPoint:
         self.compared: list[float] | None = None  # the comparison's values, once in
         self.final_values: list[float] | None = None
         self.cut: int | None = None  # the final values maxtime left room for, where it cut
+        self.uncompared = False  # a noisy run's end that maxtime left no time to compare
 
     def become_noisy(
         self, evaluations: int, start: Any, start_values: list[float], fresh: int, extension: int
@@ -119,7 +120,7 @@ class ReturnedPoint:
         """No time for the comparison with ``x0``: it ends with the values it has (none: the
         final iterate is the answer)."""
         if self.compared is None:
-            self.start = None
+            self.start, self.uncompared = None, self.noisy
             return
         self.round = 0
         self.choice = "start" if self.chose_start() else self.candidate()
@@ -291,6 +292,8 @@ class ReturnedPoint:
         note = ""
         if self.cut is not None:
             note = f" maxtime left room for {self.cut} final evaluation(s) at the returned point."
+        if self.uncompared:
+            note += " It left no time to compare the final iterate with x0: x is the final iterate."
         if self.noisy and not any(math.isfinite(v) for v in values):
             return True, note + (
                 " Every final evaluation failed (NaN or inf): x and fun are the lowest "
@@ -323,6 +326,7 @@ class ReturnedPoint:
             "ended_at": self.ended_at,
             "centre_average": self.average.state(),
             "cut": self.cut,
+            "uncompared": self.uncompared,
         }
 
     def load_state(self, state: dict[str, Any], vector: Callable[[Any], Any]) -> None:
@@ -339,6 +343,7 @@ class ReturnedPoint:
         self.more_start = [float(v) for v in state.get("more_start", [])]
         self.ended_at = state.get("ended_at")
         self.cut = state.get("cut")  # checkpoints before maxtime bounded the end: none
+        self.uncompared = bool(state.get("uncompared", False))
         self.average.load_state(state.get("centre_average"), vector)
         start_values = state.get("start_values")
         self.start_values = None if start_values is None else [float(v) for v in start_values]

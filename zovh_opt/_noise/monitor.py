@@ -208,14 +208,16 @@ class NoiseMonitor:
         (its values so far), and measured afresh."""
         returned.become_noisy(self.evaluations, self.start, self.values, self.fresh, self.extension)
 
-    def note(self) -> str:
-        """What the message adds once ``"auto"`` found noise."""
+    def note(self, compared: bool = True) -> str:
+        """What the message adds once ``"auto"`` found noise; ``compared``: whether the
+        returned point was chosen by comparing values (not where ``maxtime`` cut the end)."""
         if not (self.auto and self.detected):
             return ""
+        chosen = "x was chosen by the mean and median of values, " if compared else ""
         return (
-            " Noise detected (a point's values differed on repeats): x was chosen by the mean "
-            "and median of values, fun is the mean of fresh values there (fun_std_error, "
-            "noise_std), and the tolerances left 'auto' were off."
+            f" Noise detected (a point's values differed on repeats): {chosen}fun is the mean "
+            "of fresh values at x (fun_std_error, noise_std), and the tolerances left 'auto' "
+            "were off."
         )
 
     def state(self) -> dict[str, Any]:
