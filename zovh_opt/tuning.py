@@ -76,6 +76,9 @@ class QuasiNewton:
     # a failed line search whose shortest trial was promised this much of |f| met a wall, not a
     # minimum
     WALL: float = 1e-4
+    # a backtracked trial this many times |f| above f(x) met a jump or a wall, not curvature; short
+    # steps after one are no convergence
+    JUMP: float = 1e6
     # coordinates of a gradient measured backwards after a failed forward
     MAX_RETRIES: int = 64
     # the phase runs where maxfev pays for this many gradients at least

@@ -341,8 +341,9 @@ def minimize(
         gives the phase's ``nit`` (steps), ``nfev``, why it ``ended`` (``None``: still
         running at the end), how often it ``resumes`` and ``hops``, and its line searches
         that met a ``walls``: a jump of ``f`` that a difference crossed (the slope promised a
-        decrease that even the shortest trial did not give); such a run's tolerances do not
-        end it with success, its budgets do. With ``bounds``, each difference step stays
+        decrease that even the shortest trial did not give, or steps cut short by trials far
+        above ``f`` crawled towards it); such a run's tolerances do not end it with success,
+        its budgets do. With ``bounds``, each difference step stays
         within a tenth of the box map's margin. On smooth deterministic
         problems it is what finite-difference L-BFGS-B is, with a line search that costs one
         evaluation a trial (docs, *Theory*, *The quasi-Newton phase*).

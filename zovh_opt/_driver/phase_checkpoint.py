@@ -37,6 +37,8 @@ def phase_state(phase: QuasiNewtonPhase) -> dict[str, Any]:
         "steps": phase.steps,
         "longest": phase.longest,
         "short": phase.short,
+        "jumped": phase.jumped,
+        "short_jumps": phase.short_jumps,
         "skipped": phase.skipped,
         "ratio": phase.ratio,
         "first_ratio": phase.first_ratio,
@@ -90,6 +92,8 @@ def phase_from_state(
     phase.longest = float(state.get("longest", math.inf))
     phase.first_ratio = float(state.get("first_ratio", math.nan))
     phase.short = int(state.get("short", 0))  # (0 in checkpoints written before the rule)
+    phase.jumped = bool(state.get("jumped", False))  # (none before jumps were told apart)
+    phase.short_jumps = int(state.get("short_jumps", 0))
     phase.skipped = int(state.get("skipped", 0))  # (likewise)
     phase.ratio = float(state.get("ratio", math.nan))
     phase.retry = [int(j) for j in state.get("retry", [])]

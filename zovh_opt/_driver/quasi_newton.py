@@ -80,6 +80,8 @@ class QuasiNewtonPhase:
         self.steps = 0  # accepted steps
         self.longest = 0.0  # the longest accepted step's length since x0 (`stalled`)
         self.short = 0  # accepted steps in a row shorter than the difference step
+        self.jumped = False  # this line search backtracked from a jump of f (`JUMP`)
+        self.short_jumps = 0  # steps of the current run of short steps that followed one
         self.first_ratio = math.nan  # the first step's decrease over its predicted decrease
         self.p = None  # the search direction
         self.p_norm = math.nan  # its length
@@ -342,7 +344,7 @@ class QuasiNewtonPhase:
         if 0 < restart < length:  # twice the last step's, where that is shorter
             length = restart
         self.alpha = 1.0 if self.pairs else length / self.p_norm
-        self.searching, self.trials = True, 0
+        self.searching, self.trials, self.jumped = True, 0, False
 
     def _judge(self, value: float) -> None:
         """The line search's trial ``x + alpha p`` has ``value``: the step, a longer trial
@@ -370,6 +372,8 @@ class QuasiNewtonPhase:
             self.ended = "wall" if wall else "line search"
             self.walls += wall
             return
+        reach = active().quasi_newton.JUMP * max(abs(self.fx), abs(self.f_start))
+        self.jumped = self.jumped or not value - self.fx <= reach  # (nan, inf: a jump too)
         curvature = value - self.fx - self.alpha * self.slope  # nan or inf: halve the step
         shrink = -self.slope * self.alpha / (2 * curvature) if 0 < curvature < math.inf else 0.5
         self.alpha *= min(0.5, max(0.1, shrink))
@@ -424,9 +428,13 @@ class QuasiNewtonPhase:
     def _short_steps(self, length: float) -> None:
         """After a step of ``length`` that decreased ``f``: the end of the phase at the
         `SHORT_STEPS`-th step in a row shorter than its difference step ``h``."""
-        self.short = self.short + 1 if length < self.difference_step else 0
+        short = length < self.difference_step
+        self.short = self.short + 1 if short else 0
+        self.short_jumps = self.short_jumps + self.jumped if short else 0
         if self.short >= active().quasi_newton.SHORT_STEPS:
-            self.ended = "short steps"
+            # steps cut short by a jump of f crawl towards a wall, not a minimum
+            self.ended = "wall" if self.short_jumps else "short steps"
+            self.walls += self.short_jumps > 0
 
     def resume(self) -> None:
         """Start again from the phase's point with no step limit: the method, given the
@@ -448,6 +456,7 @@ class QuasiNewtonPhase:
         self.g = self.space.zeros((self.dim,))
         self.pairs, self.previous, self.p, self.skipped = [], None, None, 0
         self.searching, self.measured, self.retry, self.short = False, 0, [], 0
+        self.short_jumps = 0
         self.expanding = None
         self.step_limit = step_limit
         self.ended, self.handover_lowest = None, None

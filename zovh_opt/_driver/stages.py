@@ -49,8 +49,9 @@ FINISHED = Outcome("finished")  # the final values are all in
 
 WALL_NOTE = (
     " The quasi-Newton phase met a wall or a jump of f (its slope promised a decrease that even "
-    "its shortest trial did not give): a tolerance met next to it is no minimum, so only the "
-    "budgets or ftarget end such a run."
+    "its shortest trial did not give, or its steps shrank to nothing against values far above "
+    "f): a tolerance met next to it is no minimum, so only the budgets or ftarget end such a "
+    "run."
 )
 
 
