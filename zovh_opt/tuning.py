@@ -34,6 +34,7 @@ __all__ += [
     "Safeguard",
     "StepRule",
     "Stopping",
+    "TrustRegion",
 ]
 
 
@@ -57,6 +58,9 @@ class Dimensions:
     FIT_MAX_DIMENSION: int = 20
     # "auto" learns a full model up to this d, a diagonal one above
     FULL_MODEL_MAX_DIMENSION: int = 40
+    # up to this d a mildly noisy run starts with the model-based trust region ((d + 1)(d + 2) / 2
+    # unknowns; at d = 10 it lost more under bbob-noisy's uniform model than it gained)
+    TRUST_REGION_MAX_DIMENSION: int = 5
 
 
 @dataclasses.dataclass(frozen=True)
@@ -106,6 +110,34 @@ class QuasiNewton:
     DIAGONAL: float = 0.1
     # the phase's difference steps stay within this fraction of the box map's margin
     DIFFERENCE_IN_MARGIN: float = 0.1
+
+
+@dataclasses.dataclass(frozen=True)
+class TrustRegion:
+    """The model-based trust region of a mildly noisy run at small d (theory page, *Mild noise
+    at small d: a model-based trust region*)."""
+
+    # mild: the values at x0 spread by at most this fraction of their mean's magnitude
+    MILD: float = 0.05
+    # the first radius along each coordinate, a fraction of |x0_j| (Py-BOBYQA's 0.1)
+    RADIUS: float = 0.1
+    # coordinates below this fraction of the largest |x0_j| take that fraction's radius
+    COORDINATE_FLOOR: float = 1e-3
+    # the radius (over the first) below which the region hands over to the method
+    END_RADIUS: float = 1e-8
+    # a step whose actual decrease is this fraction of its prediction, at the radius, doubles it
+    GROW_RATIO: float = 0.7
+    GROW: float = 2.0
+    # below this fraction the radius halves, where the close points are poised
+    SHRINK_RATIO: float = 0.1
+    SHRINK: float = 0.5
+    # poised: the close points' offsets over the radius have a smallest singular value this large
+    POISED: float = 0.3
+    # the model's points: the nearest POINTS (d+1)(d+2)/2 within REACH radii
+    POINTS: int = 2
+    REACH: float = 10.0
+    # the value and slope columns of the fit scaled up so that their coefficients go unpenalised
+    FREE: float = 1e3
 
 
 @dataclasses.dataclass(frozen=True)
@@ -309,6 +341,7 @@ class Tuning:
 
     dimensions: Dimensions = dataclasses.field(default_factory=Dimensions)
     quasi_newton: QuasiNewton = dataclasses.field(default_factory=QuasiNewton)
+    trust_region: TrustRegion = dataclasses.field(default_factory=TrustRegion)
     step_rule: StepRule = dataclasses.field(default_factory=StepRule)
     method: Method = dataclasses.field(default_factory=Method)
     curvature: Curvature = dataclasses.field(default_factory=Curvature)

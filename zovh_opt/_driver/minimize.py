@@ -47,7 +47,10 @@ def minimize(
 
     1. ``x0`` is evaluated twice. Values that differ mean a noisy objective: the run then
        skips the quasi-Newton phase, runs the method with more pairs per iteration and ends by
-       comparing its answer with ``x0`` on fresh values (*Noisy objectives* below).
+       comparing its answer with ``x0`` on fresh values (*Noisy objectives* below). Where the
+       noise is mild (the two values within 5 % of their mean) and ``d <= 5``, a model-based
+       trust region comes first: a quadratic model that every value updates, steps within a
+       radius, until the radius or the budget runs out (``result.trust_region``).
     2. A deterministic run starts with a finite-difference quasi-Newton phase
        (``quasi_newton``): forward-difference gradients and L-BFGS steps, until it converges,
        finds noise, meets a wall of ``f`` or reaches its step limit.
@@ -149,7 +152,8 @@ def minimize(
         return from a noisy run's drift),
         ``failed_evaluations`` (values that were NaN or +-inf), ``trace`` (per iteration
         ``nit``, ``nfev`` and ``fun``, the mean
-        of that iteration's values, for plotting).
+        of that iteration's values, for plotting); where they ran, ``quasi_newton`` and
+        ``trust_region`` (steps ``nit``, evaluations ``nfev``, why it ``ended``).
 
         ``jac`` is the latest gradient estimate of the Gaussian-smoothed objective from the
         ``M`` latest queries (eq. (6); eq. (35) with query reuse; central differences of the

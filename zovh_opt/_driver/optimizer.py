@@ -25,7 +25,7 @@ from .._version import __version__
 from . import checkpoint as _checkpoint
 from .interrupts import deferred_interrupts
 from .parts import RunParts
-from .pipeline import DONE, ITERATE, QUASI_NEWTON, first_stage, next_stage, stopped
+from .pipeline import DONE, ITERATE, MODEL, QUASI_NEWTON, first_stage, next_stage, stopped
 from .run_loop import run_to_end
 from .run_state import pickled, restore, restoring, state_of, unpickled
 from .stopping import FTARGET, SUCCESS, Stop
@@ -250,6 +250,7 @@ class Optimizer:
             trace=parts.trace.arrays(),
             **extra,
             **QUASI_NEWTON.result_fields(parts),
+            **MODEL.result_field(parts),
         )
 
     def stop(self, status: int, message: str, *, evaluate_final: bool = True) -> None:

@@ -44,6 +44,9 @@ class RunParts:
     quasi_newton : QuasiNewtonPhase or None
         The phase, once started (`zovh_opt._driver.quasi_newton`); ``phase_planned`` says
         whether the run starts with it.
+    trust_region : TrustRegionPhase or None
+        The model-based trust region of a mildly noisy run at small d, once started
+        (`zovh_opt._driver.trust_region`).
     nit, told : int
         Iterations, and evaluations of completed asks.
     status, message : int, str
@@ -85,6 +88,7 @@ class RunParts:
         restart_at = None if adaptive else parts.method.x
         parts.safeguard = Safeguard(parts.options["max_restarts"], restart_at)
         parts.quasi_newton, parts.phase_planned = None, False
+        parts.trust_region = None
         parts.trace = Trace()
         parts.nit, parts.told = 0, 0
         parts.status, parts.message = RUNNING, "The run has not ended."
@@ -102,8 +106,12 @@ class RunParts:
         return self.earlier + time.perf_counter() - self.since
 
     def iterate(self) -> Any:
-        """The current iterate in the run's coordinates: the phase's while it runs, else the
-        method's."""
+        """The current iterate in the run's coordinates: the phase's or the trust region's
+        while it runs, else the method's."""
+        region = self.trust_region
+        if region is not None and not region.done:
+            space = self.method.space
+            return space.to_user(space.from_host(region.x))
         phase = self.quasi_newton
         return self.method.x if phase is None or phase.done else phase.x
 

@@ -2,8 +2,9 @@
 
     measure x0 ─→ quasi-Newton phase ─→ iterate ─→ final ─→ done
     (noise?)      (deterministic,       ↑  │  (the method; hop,
-                   smooth: FD L-BFGS)   │  │   refine, resume)
-                                        └──┴─ measure the best point again, or a noisy
+       │           smooth: FD L-BFGS)   │  │   refine, resume)
+       └────────→ trust region ─────────┤  │
+                  (mild noise, small d) └──┴─ measure the best point again, or a noisy
                                               run's centre (drift check)
 
 `zovh_opt.Optimizer` asks the current stage for points, tells it the values, and takes the
@@ -27,15 +28,16 @@ from .stages import (
     Measure,
     QuasiNewton,
     Stage,
+    TrustRegion,
 )
 from .stopping import Stop
 
-__all__ = ["CHECK", "DONE", "FINAL", "ITERATE", "MEASURE", "QUASI_NEWTON", "STAGES"]
+__all__ = ["CHECK", "DONE", "FINAL", "ITERATE", "MEASURE", "MODEL", "QUASI_NEWTON", "STAGES"]
 __all__ += ["first_stage", "next_stage", "stopped"]
 
 MEASURE, CHECK, QUASI_NEWTON = Measure(), CentreCheck(), QuasiNewton()
-ITERATE, FINAL, DONE = Iterate(), Final(), Done()
-STAGES = {s.name: s for s in (MEASURE, CHECK, QUASI_NEWTON, ITERATE, FINAL, DONE)}
+MODEL, ITERATE, FINAL, DONE = TrustRegion(), Iterate(), Final(), Done()
+STAGES = {s.name: s for s in (MEASURE, CHECK, QUASI_NEWTON, MODEL, ITERATE, FINAL, DONE)}
 
 
 def first_stage(parts: Any) -> Stage:
@@ -55,10 +57,14 @@ def next_stage(parts: Any, stage: Stage, outcome: Any) -> Stage:
         return stopped(parts, *outcome)
     if outcome is PHASE_AGAIN:  # a hop or a resume: the phase from a new point
         return QUASI_NEWTON
-    if stage is MEASURE:  # x0 (or the best point) measured: noise or none
-        if not parts.noise.done:
+    if stage is MEASURE:  # x0 (or the best point) measured: noise or none; mild noise at
+        if not parts.noise.done:  # small d starts the trust region
             return MEASURE
+        if MODEL.start(parts):
+            return MODEL
         return QUASI_NEWTON if QUASI_NEWTON.start_measured(parts) else ITERATE
+    if stage is MODEL:  # its end hands over to the method
+        return ITERATE if parts.trust_region.done else MODEL
     if stage is CHECK:  # the centre, then the best point afresh where it looked lower
         return ITERATE if parts.drift.pending is None else CHECK
     if stage is QUASI_NEWTON:  # its end hands over; noise found there measures x0 first

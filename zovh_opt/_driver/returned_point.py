@@ -66,14 +66,21 @@ class ReturnedPoint:
         self.uncompared = False  # a noisy run's end that maxtime left no time to compare
 
     def become_noisy(
-        self, evaluations: int, start: Any, start_values: list[float], fresh: int, extension: int
+        self,
+        evaluations: int,
+        start: Any,
+        start_values: list[float] | None,
+        fresh: int,
+        extension: int,
     ) -> None:
         """The objective is noisy: end with the comparison with ``x0``, whose values are
-        ``start_values``, of ``evaluations`` values a point and up to ``extension`` more where
-        it is close, and a fresh mean of ``fresh`` values."""
+        ``start_values`` (``None``: measured in the comparison), of ``evaluations`` values a
+        point and up to ``extension`` more where it is close, and a fresh mean of ``fresh``
+        values."""
         self.noisy, self.per_point, self.fresh = True, evaluations, fresh
         self.extension = extension
-        self.start, self.start_values = start, list(start_values)
+        self.start = start
+        self.start_values = None if start_values is None else list(start_values)
 
     def follow(self, method: Any) -> None:
         """After an iteration of ``method``: a noisy run averages the step rule's centre (a

@@ -23,9 +23,10 @@ from .._arrays.backend import ArraySpace
 from .._methods import METHODS
 from .checkpoint import CheckpointError
 from .phase_checkpoint import phase_from_state, phase_state
-from .pipeline import ITERATE, QUASI_NEWTON, STAGES
+from .pipeline import ITERATE, MODEL, QUASI_NEWTON, STAGES
 from .reporting import Trace
 from .run_options import disp_option
+from .trust_region import TrustRegionPhase
 
 __all__ = ["pickled", "restore", "restoring", "state_of", "unpickled"]
 
@@ -51,6 +52,7 @@ def state_of(run: Any) -> dict[str, Any]:
         "elapsed": parts.elapsed,
         "requested_options": parts.requested,
         "quasi_newton": None if parts.quasi_newton is None else phase_state(parts.quasi_newton),
+        "trust_region": None if parts.trust_region is None else parts.trust_region.state(),
         **parts.coordinates.state(),
         **parts.stopping.state(),
         **parts.safeguard.state(),
@@ -110,6 +112,8 @@ def restore(cls: type, state: dict[str, Any]) -> Any:
             phase, x0, parts.coordinates.in_one_period, parts.coordinates.difference_caps()
         )
     )
+    region = state.get("trust_region")  # (none in checkpoints written before the region)
+    parts.trust_region = None if region is None else TrustRegionPhase.from_state(region)
     parts.nit, parts.told = int(state["nit"]), int(state["told"])
     parts.status, parts.message = int(state["status"]), str(state["message"])
     if state["phase"] not in STAGES:
@@ -124,6 +128,7 @@ def restore(cls: type, state: dict[str, Any]) -> Any:
         (pending is None) != (not partial)
         or (pending is ITERATE and not parts.method.asked)
         or ((stage is QUASI_NEWTON) != running)
+        or ((stage is MODEL) != (parts.trust_region is not None and not parts.trust_region.done))
     ):
         raise ValueError("the pending ask and its values disagree")
     parts.trace = Trace({k: v.tolist() for k, v in state["trace"].items()})

@@ -17,10 +17,12 @@ import numpy as np
 
 from .._arrays.backend import norm
 from .._methods import build, rebuilt_for_noise
+from .._noise.samples import sample_std
 from ..tuning import active
 from .quasi_newton import QuasiNewtonPhase
 from .returned_point import mean
 from .stopping import STALLED, SUCCESS, Stop
+from .trust_region import TrustRegionPhase
 
 __all__ = [
     "FINISHED",
@@ -52,6 +54,11 @@ WALL_NOTE = (
     "its shortest trial did not give, or its steps shrank to nothing against values far above "
     "f): a tolerance met next to it is no minimum, so only the budgets or ftarget end such a "
     "run."
+)
+
+
+REGION_XTOL_MESSAGE = (
+    "The trust region's radius became shorter than xtol times the length scale of x0."
 )
 
 
@@ -99,6 +106,8 @@ class Measure(Stage):
     def tell(self, parts: Any, values: list[float], bad: int) -> None:
         noise = parts.noise
         noise.take(values, parts.room())
+        if noise.detected and parts.nit == 0 and not noise.done and TrustRegion.applies(parts):
+            noise.defer()  # mild noise at small d: x0's values wait for the end's comparison
         if not noise.done:
             return
         if noise.detected and parts.nit == 0 and not noise.acted:  # at x0
@@ -261,6 +270,99 @@ class QuasiNewton(Stage):
                 "walls": phase.walls,
             }
         return fields
+
+
+class TrustRegion(Stage):
+    """A mildly noisy run at small d: a model-based trust region from ``x0``
+    (`zovh_opt._driver.trust_region.TrustRegionPhase`) in place of the phase; at its end the
+    method starts at its centre with its radius as length scale and the budget left."""
+
+    name = "model"
+    budgeted = True
+
+    @staticmethod
+    def applies(parts: Any) -> bool:
+        """Whether the run goes on with the trust region: noise was found at ``x0`` before the
+        first iteration, mild (the values there spread by at most `MILD` of their mean's
+        magnitude); the method ``"zovh"`` with the step rule and a curvature model not set
+        ``"off"``; ``d`` at most `TRUST_REGION_MAX_DIMENSION`; a budget for its first
+        ``2 d`` points and a step beside the end's."""
+        method, noise = parts.method, parts.noise
+        dim = method.space.dim
+        if not (
+            noise.detected
+            and parts.nit == 0
+            and parts.method_name == "zovh"
+            and method.control is not None
+            and parts.requested.get("curvature", "auto") != "off"
+            and dim <= active().dimensions.TRUST_REGION_MAX_DIMENSION
+        ):
+            return False
+        finite = [v for v in noise.values if math.isfinite(v)]
+        room = parts.options["maxfev"] - parts.told - parts.returned.reserve
+        if len(finite) < 2 or room < 2 * dim + 2:
+            return False
+        return sample_std(finite) <= active().trust_region.MILD * abs(mean(finite))
+
+    def start(self, parts: Any) -> bool:
+        """Start at ``x0`` from its measured values where the region `applies`."""
+        if not self.applies(parts):
+            return False
+        finite = [v for v in parts.noise.values if math.isfinite(v)]
+        x0 = parts.method.space.to_host(parts.method.x)
+        parts.trust_region = TrustRegionPhase(x0, mean(finite), sample_std(finite))
+        return True
+
+    def asked(self, parts: Any) -> int:
+        return parts.trust_region.size()
+
+    def size(self, parts: Any) -> int:
+        return parts.trust_region.size()
+
+    def point(self, parts: Any, i: int) -> Any:
+        space = parts.method.space
+        return _to_user(parts, space.to_user(space.from_host(parts.trust_region.point(i))))
+
+    def tell(self, parts: Any, values: list[float], bad: int) -> Stop | None:
+        """Each ask is an iteration (the trace, ``nit``); ``ftarget`` and a given ``xtol`` (the
+        radius against ``x0``'s length scale) are checked; where the region ended, or the
+        budget leaves no room for its next ask beside the end's, the method starts at its
+        centre."""
+        region = parts.trust_region
+        region.tell(values)
+        parts.nit += 1
+        parts.trace.add(parts.nit, parts.told, region.fu)
+        reached = parts.stopping.target_reached(parts.returned.lowest())
+        xtol = parts.stopping.options["xtol"]
+        if reached is None and xtol is not None and region.length <= xtol * parts.method.scale:
+            region.ended, reached = "xtol", Stop(SUCCESS, REGION_XTOL_MESSAGE)
+        room = parts.options["maxfev"] - parts.told - parts.returned.reserve
+        if reached is None and not region.done and region.size() > room:
+            region.ended = "budget"
+        if reached is not None or region.done:
+            region.ended = region.ended or "target"
+            self.hand_over(parts)
+        return reached
+
+    @staticmethod
+    def hand_over(parts: Any) -> None:
+        """The method at the region's centre, with its radius as length scale and the
+        budget left, reading its batches as a noisy run's."""
+        region, space = parts.trust_region, parts.method.space
+        parts.method, parts.method_options = build(
+            parts.method_name, space.to_user(space.from_host(region.x)), rng=parts.seeds,
+            scale=region.length, maxfev=parts.options["maxfev"] - parts.told,
+            options=parts.requested, noisy=True, first_step=parts.coordinates.first_step,
+        )  # fmt: skip
+        parts.method.noise_found((parts.noise.std() / parts.coordinates.f_unit) ** 2)
+
+    @staticmethod
+    def result_field(parts: Any) -> dict[str, Any]:
+        """The result's ``trust_region`` (steps, evaluations, why it ended) where it ran."""
+        region = parts.trust_region
+        if region is None:
+            return {}
+        return {"trust_region": {"nit": region.steps, "nfev": region.nfev, "ended": region.ended}}
 
 
 class Iterate(Stage):

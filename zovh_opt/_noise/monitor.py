@@ -81,6 +81,7 @@ class NoiseMonitor:
         self.start = None if self.mode is False else start
         self.recheck: tuple[float, Any] | None = None  # the best value and point, pending
         self.acted = False  # the parts act on the noise once it is measured
+        self.deferred = False  # x0's values are measured in the end's comparison instead
 
     @property
     def auto(self) -> bool:
@@ -96,7 +97,7 @@ class NoiseMonitor:
         ``x0``."""
         if self.recheck is not None:
             return 1
-        if self.mode is False or self.start is None:
+        if self.mode is False or self.start is None or self.deferred:
             return 0
         wanted = self.evaluations if self.detected else active().noise.PROBE
         return max(wanted - len(self.values), 0)
@@ -148,6 +149,11 @@ class NoiseMonitor:
         self.fresh = max(self.evaluations, min(self.fresh, room + measured - 2 * self.evaluations))
         left = room + measured - 2 * self.evaluations - self.fresh
         self.extension = max(0, min(self.extension, left))
+
+    def defer(self) -> None:
+        """Measure ``x0`` no further now: the end's comparison measures it beside the final
+        iterate (a trust region at small d learns from the budget those values would take)."""
+        self.deferred = True
 
     def tell_start(self, method: Any, nit: int, f_unit: float) -> None:
         """At the first iteration (its batch is around ``x0``), give the ``method`` the value
@@ -206,7 +212,8 @@ class NoiseMonitor:
     def ends_noisy(self, returned: Any) -> None:
         """The ``returned`` point ends the run as a noisy one does: compared with ``x0``
         (its values so far), and measured afresh."""
-        returned.become_noisy(self.evaluations, self.start, self.values, self.fresh, self.extension)
+        values = None if self.deferred else self.values
+        returned.become_noisy(self.evaluations, self.start, values, self.fresh, self.extension)
 
     def note(self, compared: bool = True) -> str:
         """What the message adds once ``"auto"`` found noise; ``compared``: whether the
@@ -230,6 +237,7 @@ class NoiseMonitor:
             "noise_start": self.start,
             "noise_recheck": None if self.recheck is None else list(self.recheck),
             "noise_acted": self.acted,
+            "noise_deferred": self.deferred,
         }
 
     def load_state(self, state: dict[str, Any], vector: Any) -> None:
@@ -246,6 +254,7 @@ class NoiseMonitor:
         self.fresh = int(state.get("noise_fresh", self.evaluations))
         self.extension = int(state.get("noise_extension", 0))
         self.start = vector(state["noise_start"])
+        self.deferred = bool(state.get("noise_deferred", False))
         recheck = state["noise_recheck"]
         self.recheck = None if recheck is None else (float(recheck[0]), vector(recheck[1]))
         self.acted = bool(state["noise_acted"])

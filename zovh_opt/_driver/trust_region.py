@@ -1,0 +1,257 @@
+"""A model-based trust region for a mildly noisy objective at small d, before the method.
+
+Every value it is given updates a quadratic model of ``f``: least squares over the nearest
+points, the Hessian changed as little as the points allow (Powell's least-change idea), so
+each evaluation teaches the model what a batch of pairs teaches the method. Its step
+minimises the model within a radius that the ratio of actual to predicted decrease grows and
+shrinks; where a shrink would leave too few well-spread points near the centre, a geometry
+point comes first. Its first radius is `RADIUS` ``|x0_j|`` along each coordinate (1 where
+``x0 = 0``, as COBYQA's); on the host, ``O(d^2)`` numbers, up to
+`TRUST_REGION_MAX_DIMENSION`. Evidence: the theory page, *Mild noise at small d: a
+model-based trust region*.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from ..tuning import active
+
+__all__ = ["TrustRegionPhase", "step_in_ball"]
+
+
+def step_in_ball(g: np.ndarray, h: np.ndarray, radius: float) -> np.ndarray:
+    """The minimiser of ``g's + s'hs / 2`` over ``|s| <= radius`` (Moré and Sorensen's
+    conditions: ``(h + lam I) s = -g``, ``h + lam I`` positive semidefinite, ``lam (radius -
+    |s|) = 0``), by bisection on ``lam`` in ``h``'s eigenbasis; in the hard case (``g`` without
+    a part along the lowest eigenvector, the step at ``lam = -lam_min`` inside the ball) that
+    eigenvector fills the step to the radius."""
+    lam, q = np.linalg.eigh(h)
+    gq = q.T @ g
+    top = float(np.abs(lam).max()) if lam.size else 0.0
+    tiny = 1e-12 * max(1.0, top)
+
+    def step(shift: float) -> np.ndarray:
+        inside = lam + shift > tiny
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return -(q @ np.where(inside, gq / (lam + shift), 0.0))
+
+    low = max(0.0, -float(lam[0]))
+    if lam[0] > tiny:
+        s = step(0.0)
+        if np.linalg.norm(s) <= radius:
+            return s
+    else:
+        flat = lam + low <= tiny  # the directions h + low I does not move along
+        if np.linalg.norm(gq[flat]) <= tiny * max(1.0, float(np.linalg.norm(g))):
+            s = step(low)
+            short = radius * radius - float(s @ s)
+            if short >= 0:  # the hard case
+                return s + math.sqrt(short) * q[:, 0]
+    high = low + float(np.linalg.norm(g)) / radius + top + 1.0
+    for _ in range(200):  # (to the float's resolution of lam)
+        middle = 0.5 * (low + high)
+        if middle in (low, high):
+            break
+        low, high = (middle, high) if np.linalg.norm(step(middle)) > radius else (low, middle)
+    return step(high)
+
+
+class TrustRegionPhase:
+    """State of the trust region for one run (module docstring): host float64 arrays.
+
+    Parameters
+    ----------
+    x0 : numpy.ndarray
+        The start in the run's coordinates (host, float64).
+    f0 : float
+        ``f(x0)``: the mean of its measured values.
+    noise : float
+        The standard deviation of those values.
+    """
+
+    def __init__(self, x0: np.ndarray, f0: float, noise: float) -> None:
+        self.dim = int(x0.shape[0])
+        rules = active().trust_region
+        largest = float(np.abs(x0).max())
+        floor = rules.COORDINATE_FLOOR * largest if largest > 0 else 1.0 / rules.RADIUS
+        self.scale = rules.RADIUS * np.maximum(np.abs(x0), floor)
+        self.radius = 1.0  # in the scaled coordinates u = x / scale
+        self.u = x0 / self.scale
+        self.fu = float(f0)
+        self.f_start = float(f0)
+        self.noise = float(noise)
+        self.points: list[np.ndarray] = [self.u.copy()]
+        self.values: list[float] = [self.fu]
+        self.hessian = np.zeros((self.dim, self.dim))  # of the model, in u
+        self.pending: list[np.ndarray] = self._stencil()
+        self.predicted = math.nan  # the pending step's predicted decrease (nan: no step)
+        self.step_length = math.nan  # its length in u
+        self.steps = 0
+        self.nfev = 0
+        self.ended: str | None = None
+
+    @property
+    def done(self) -> bool:
+        return self.ended is not None
+
+    @property
+    def x(self) -> np.ndarray:
+        """The centre (lowest value seen) in the run's coordinates."""
+        return self.u * self.scale
+
+    @property
+    def length(self) -> float:
+        """The radius in the run's coordinates (root mean square over the coordinates): the
+        method's length scale at the hand-over."""
+        return float(self.radius * np.sqrt(np.mean(self.scale**2)))
+
+    def _stencil(self) -> list[np.ndarray]:
+        """The first points: ``u0 +- e_j`` (radius 1), which give the model's gradient and
+        the diagonal of its Hessian."""
+        eye = np.eye(self.dim)
+        return [self.u + sign * eye[j] for j in range(self.dim) for sign in (1.0, -1.0)]
+
+    def size(self) -> int:
+        """The points of the next ask (the model and its step made here)."""
+        if not self.pending:
+            self._next()
+        return len(self.pending)
+
+    def point(self, i: int) -> np.ndarray:
+        """Point ``i`` of the pending ask in the run's coordinates (host float64)."""
+        return self.pending[i] * self.scale
+
+    def tell(self, values: list[float]) -> None:
+        """The values of the pending ask: the centre moves to a lower one, the radius follows
+        the ratio of the step's actual to predicted decrease."""
+        asked, self.pending = self.pending, []
+        self.nfev += len(asked)
+        before = self.fu
+        for u, value in zip(asked, values, strict=True):
+            if not math.isfinite(value):
+                continue  # missing data: no model term, and a step there failed
+            self.points.append(u)
+            self.values.append(float(value))
+            if value < self.fu:
+                self.u, self.fu = u, float(value)
+        if math.isnan(self.predicted):  # the stencil, or a geometry point
+            return
+        predicted, self.predicted = self.predicted, math.nan
+        self.steps += 1
+        value = values[0] if math.isfinite(values[0]) else math.inf
+        ratio = (before - value) / predicted
+        rules = active().trust_region
+        if ratio >= rules.GROW_RATIO and self.step_length > 0.9 * self.radius:
+            self.radius *= rules.GROW
+        elif ratio < rules.SHRINK_RATIO:
+            if self._poised():
+                self.radius *= rules.SHRINK
+            else:
+                self.pending = [self._geometry_point()]
+        if self.radius < rules.END_RADIUS:
+            self.ended = "radius"
+
+    def _next(self) -> None:
+        """The model at the centre and its step, or a shrink where it predicts no decrease."""
+        rules = active().trust_region
+        while not self.pending and self.ended is None:
+            g, h = self._model()
+            s = step_in_ball(g, h, self.radius)
+            predicted = -float(g @ s + 0.5 * s @ h @ s)
+            if predicted > 0 and math.isfinite(predicted):
+                self.pending, self.predicted = [self.u + s], predicted
+                self.step_length = float(np.linalg.norm(s))
+                return
+            self.radius *= rules.SHRINK
+            if self.radius < rules.END_RADIUS:
+                self.ended = "radius"
+
+    def _usable(self) -> tuple[np.ndarray, np.ndarray]:
+        """The points and values a model may use: finite values not `JUMP` times the scale
+        of ``f`` above the centre's (a wall or a huge outlier would be all the fit sees)."""
+        points, values = np.array(self.points), np.array(self.values)
+        reach = active().quasi_newton.JUMP * max(abs(self.fu), abs(self.f_start), self.noise)
+        keep = values - self.fu <= reach
+        return points[keep], values[keep]
+
+    def _model(self) -> tuple[np.ndarray, np.ndarray]:
+        """The model's gradient and Hessian at the centre (in ``u``): least squares over the
+        nearest points, weighted ``1 / (1 + (r / radius)^2)``, of the change of the last
+        Hessian (the minimum-norm change where the points do not fix it)."""
+        d, radius = self.dim, self.radius
+        points, values = self._usable()
+        offsets = points - self.u
+        distance = np.linalg.norm(offsets, axis=1)
+        unknowns = (d + 1) * (d + 2) // 2
+        nearest = np.argsort(distance, kind="stable")[: active().trust_region.POINTS * unknowns]
+        near = nearest[distance[nearest] <= active().trust_region.REACH * radius]
+        if near.size < d + 1:
+            near = nearest[: d + 1]
+        s = offsets[near] / radius
+        rest = (
+            values[near]
+            - self.fu
+            - 0.5 * np.einsum("ni,ij,nj->n", s, self.hessian, s) * (radius * radius)
+        )
+        iu = np.triu_indices(d)
+        quadratic = s[:, iu[0]] * s[:, iu[1]]
+        quadratic[:, iu[0] == iu[1]] *= 0.5
+        free = active().trust_region.FREE  # the value and slope columns: barely penalised
+        a = np.hstack([free * np.ones((near.size, 1)), free * s, quadratic])
+        weights = 1.0 / (1.0 + (distance[near] / radius) ** 2)
+        solution = np.linalg.lstsq(a * weights[:, None], rest * weights, rcond=None)[0]
+        change = np.zeros((d, d))
+        change[iu] = solution[d + 1 :]
+        change = change + change.T - np.diag(np.diag(change))
+        self.hessian = self.hessian + change / (radius * radius)
+        return free * solution[1 : d + 1] / radius, self.hessian
+
+    def _poised(self) -> bool:
+        """Whether at least ``d + 1`` points within twice the radius span every direction:
+        their offsets' smallest singular value over the radius at least `POISED`."""
+        offsets = np.array(self.points) - self.u
+        close = offsets[np.linalg.norm(offsets, axis=1) <= 2 * self.radius] / self.radius
+        if close.shape[0] < self.dim + 1:
+            return False
+        return bool(
+            np.linalg.svd(close, compute_uv=False)[self.dim - 1] >= active().trust_region.POISED
+        )
+
+    def _geometry_point(self) -> np.ndarray:
+        """A point at the radius along the direction the close points span least."""
+        offsets = np.array(self.points) - self.u
+        close = offsets[np.linalg.norm(offsets, axis=1) <= 2 * self.radius] / self.radius
+        rows = np.vstack([close, np.zeros((1, self.dim))])
+        direction = np.linalg.svd(rows)[2][-1] if rows.shape[0] >= 1 else np.eye(self.dim)[0]
+        return self.u + self.radius * direction
+
+    def state(self) -> dict[str, Any]:
+        return {
+            "scale": self.scale, "radius": self.radius, "u": self.u, "fu": self.fu,
+            "f_start": self.f_start, "noise": self.noise, "points": np.array(self.points),
+            "values": list(self.values), "hessian": self.hessian,
+            "pending": np.array(self.pending).reshape(-1, self.dim),
+            "predicted": self.predicted, "step_length": getattr(self, "step_length", math.nan),
+            "steps": self.steps, "nfev": self.nfev, "ended": self.ended,
+        }  # fmt: skip
+
+    @classmethod
+    def from_state(cls, state: dict[str, Any]) -> TrustRegionPhase:
+        phase = cls.__new__(cls)
+        phase.scale = np.asarray(state["scale"], dtype=np.float64)
+        phase.dim = int(phase.scale.shape[0])
+        phase.radius, phase.fu = float(state["radius"]), float(state["fu"])
+        phase.u = np.asarray(state["u"], dtype=np.float64)
+        phase.f_start, phase.noise = float(state["f_start"]), float(state["noise"])
+        phase.points = [np.asarray(p, dtype=np.float64) for p in state["points"]]
+        phase.values = [float(v) for v in state["values"]]
+        phase.hessian = np.asarray(state["hessian"], dtype=np.float64)
+        phase.pending = [np.asarray(p, dtype=np.float64) for p in state["pending"]]
+        phase.predicted, phase.step_length = float(state["predicted"]), float(state["step_length"])
+        phase.steps, phase.nfev = int(state["steps"]), int(state["nfev"])
+        phase.ended = None if state["ended"] is None else str(state["ended"])
+        return phase
