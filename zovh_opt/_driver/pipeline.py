@@ -67,9 +67,11 @@ def next_stage(parts: Any, stage: Stage, outcome: Any) -> Stage:
         return ITERATE if parts.trust_region.done else MODEL
     if stage is CHECK:  # the centre, then the best point afresh where it looked lower
         return ITERATE if parts.drift.pending is None else CHECK
-    if stage is QUASI_NEWTON:  # its end hands over; noise found there measures x0 first
-        if not parts.quasi_newton.done:
+    if stage is QUASI_NEWTON:  # its end hands over; noise found there measures x0 first; a
+        if not parts.quasi_newton.done:  # rugged f at small d goes on in the trust region
             return QUASI_NEWTON
+        if parts.trust_region is not None and not parts.trust_region.done:
+            return MODEL
         return ITERATE if parts.noise.done else MEASURE
     if stage is ITERATE:
         return ITERATE if outcome is SKIPPED else measurement_due(parts) or ITERATE

@@ -150,6 +150,18 @@ class QuasiNewtonPhase:
         )
 
     @property
+    def rugged(self) -> bool:
+        """Whether the phase converged on ruggedness: every accepted step within its reach
+        (at most ``h / ARMIJO``) and the first one's decrease unlike a smooth ``f``'s, below
+        `STALLED_RATIO` of its slope's prediction (`stalled`) or above its inverse (a smooth
+        ``f`` gives about half, at most one)."""
+        if not self.converged or self.steps == 0:
+            return False
+        rules = active().quasi_newton
+        unlike = not rules.STALLED_RATIO <= self.first_ratio <= 1 / rules.STALLED_RATIO
+        return self.longest <= self.difference_step / rules.ARMIJO and unlike
+
+    @property
     def difference_step(self) -> float:
         """``h``: the largest of the phase's difference steps at its point (`_steps`)."""
         if self.caps is not None:

@@ -226,6 +226,9 @@ class QuasiNewton(Stage):
             parts.noise.found(parts.options["maxfev"] - parts.told, elsewhere=True)
         # in a box |z| is the box's offset in the run's coordinates, no scale (issue #67: 73 in
         # a box 1 wide, and the float32 method's queries spread over the whole box)
+        if phase.rugged and not phase.noisy and TrustRegion.start_rugged(parts, phase):
+            phase.release()  # a rugged f at small d: the trust region, from the phase's point
+            return None
         boxed = parts.coordinates.box is not None
         scale = phase.length if phase.noisy or phase.stalled or boxed else None
         method_from(parts, phase.x, scale, noisy=phase.noisy)
@@ -281,28 +284,45 @@ class TrustRegion(Stage):
     budgeted = True
 
     @staticmethod
-    def applies(parts: Any) -> bool:
-        """Whether the run goes on with the trust region: noise was found at ``x0`` before the
-        first iteration, mild (the values there spread by at most `MILD` of their mean's
-        magnitude); the method ``"zovh"`` with the step rule and a curvature model not set
-        ``"off"``; ``d`` at most `TRUST_REGION_MAX_DIMENSION`; a budget for its first
-        ``2 d`` points and a step beside the end's."""
-        method, noise = parts.method, parts.noise
+    def fits(parts: Any) -> bool:
+        """Whether the run may take the trust region: the method ``"zovh"`` with the step
+        rule and a curvature model not set ``"off"``; ``d`` at most
+        `TRUST_REGION_MAX_DIMENSION`; a budget for its first ``2 d`` points and a step beside
+        the end's."""
+        method = parts.method
         dim = method.space.dim
-        if not (
-            noise.detected
-            and parts.nit == 0
-            and parts.method_name == "zovh"
+        room = parts.options["maxfev"] - parts.told - parts.returned.reserve
+        return (
+            parts.method_name == "zovh"
             and method.control is not None
             and parts.requested.get("curvature", "auto") != "off"
             and dim <= active().dimensions.TRUST_REGION_MAX_DIMENSION
-        ):
+            and room >= 2 * dim + 2
+        )
+
+    @classmethod
+    def applies(cls, parts: Any) -> bool:
+        """Whether the run goes on with the trust region after ``x0``'s values: noise was
+        found there before the first iteration, mild (the values spread by at most `MILD`
+        of their mean's magnitude), and the run `fits`."""
+        noise = parts.noise
+        if not (noise.detected and parts.nit == 0 and cls.fits(parts)):
             return False
         finite = [v for v in noise.values if math.isfinite(v)]
-        room = parts.options["maxfev"] - parts.told - parts.returned.reserve
-        if len(finite) < 2 or room < 2 * dim + 2:
+        if len(finite) < 2:
             return False
         return sample_std(finite) <= active().trust_region.MILD * abs(mean(finite))
+
+    @classmethod
+    def start_rugged(cls, parts: Any, phase: Any) -> bool:
+        """After a quasi-Newton phase that converged on ruggedness (`QuasiNewtonPhase.rugged`:
+        a deterministic ``f`` rugged at its differences' scale, a solver's tolerance), where
+        the run `fits`: the trust region from the phase's point, whose radii rise above it."""
+        if not cls.fits(parts):
+            return False
+        x, x0 = phase.space.to_host(phase.x), phase.space.to_host(phase.start)
+        parts.trust_region = TrustRegionPhase(x, phase.f_value, 0.0, noisy=False, like=x0)
+        return True
 
     def start(self, parts: Any) -> bool:
         """Start at ``x0`` from its measured values where the region `applies`."""
@@ -352,9 +372,10 @@ class TrustRegion(Stage):
         parts.method, parts.method_options = build(
             parts.method_name, space.to_user(space.from_host(region.x)), rng=parts.seeds,
             scale=region.length, maxfev=parts.options["maxfev"] - parts.told,
-            options=parts.requested, noisy=True, first_step=parts.coordinates.first_step,
+            options=parts.requested, noisy=region.noisy, first_step=parts.coordinates.first_step,
         )  # fmt: skip
-        parts.method.noise_found((parts.noise.std() / parts.coordinates.f_unit) ** 2)
+        if region.noisy:
+            parts.method.noise_found((parts.noise.std() / parts.coordinates.f_unit) ** 2)
 
     @staticmethod
     def result_field(parts: Any) -> dict[str, Any]:

@@ -71,14 +71,23 @@ class TrustRegionPhase:
         ``f(x0)``: the mean of its measured values.
     noise : float
         The standard deviation of those values.
+    noisy : bool
+        Whether the run found noise (else ``f`` is deterministic, rugged at a fine scale).
+    like : numpy.ndarray, optional
+        The point whose magnitudes set the first radii (``x0``, where the region starts
+        elsewhere); ``x0`` itself by default.
     """
 
-    def __init__(self, x0: np.ndarray, f0: float, noise: float) -> None:
+    def __init__(
+        self, x0: np.ndarray, f0: float, noise: float, *, noisy: bool = True, like: Any = None
+    ) -> None:
+        self.noisy = bool(noisy)
         self.dim = int(x0.shape[0])
         rules = active().trust_region
-        largest = float(np.abs(x0).max())
+        magnitudes = np.abs(x0 if like is None else like)
+        largest = float(magnitudes.max())
         floor = rules.COORDINATE_FLOOR * largest if largest > 0 else 1.0 / rules.RADIUS
-        self.scale = rules.RADIUS * np.maximum(np.abs(x0), floor)
+        self.scale = rules.RADIUS * np.maximum(magnitudes, floor)
         self.radius = 1.0  # in the scaled coordinates u = x / scale
         self.u = x0 / self.scale
         self.fu = float(f0)
@@ -236,7 +245,7 @@ class TrustRegionPhase:
             "values": list(self.values), "hessian": self.hessian,
             "pending": np.array(self.pending).reshape(-1, self.dim),
             "predicted": self.predicted, "step_length": getattr(self, "step_length", math.nan),
-            "steps": self.steps, "nfev": self.nfev, "ended": self.ended,
+            "steps": self.steps, "nfev": self.nfev, "ended": self.ended, "noisy": self.noisy,
         }  # fmt: skip
 
     @classmethod
@@ -254,4 +263,5 @@ class TrustRegionPhase:
         phase.predicted, phase.step_length = float(state["predicted"]), float(state["step_length"])
         phase.steps, phase.nfev = int(state["steps"]), int(state["nfev"])
         phase.ended = None if state["ended"] is None else str(state["ended"])
+        phase.noisy = bool(state["noisy"])
         return phase
