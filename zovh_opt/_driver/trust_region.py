@@ -234,9 +234,8 @@ class TrustRegionPhase:
         """A point at the radius along the direction the close points span least."""
         offsets = np.array(self.points) - self.u
         close = offsets[np.linalg.norm(offsets, axis=1) <= 2 * self.radius] / self.radius
-        rows = np.vstack([close, np.zeros((1, self.dim))])
-        direction = np.linalg.svd(rows)[2][-1] if rows.shape[0] >= 1 else np.eye(self.dim)[0]
-        return self.u + self.radius * direction
+        rows = np.vstack([close, np.zeros((1, self.dim))])  # (the centre: never empty)
+        return self.u + self.radius * np.linalg.svd(rows)[2][-1]
 
     def state(self) -> dict[str, Any]:
         return {
@@ -244,7 +243,7 @@ class TrustRegionPhase:
             "f_start": self.f_start, "noise": self.noise, "points": np.array(self.points),
             "values": list(self.values), "hessian": self.hessian,
             "pending": np.array(self.pending).reshape(-1, self.dim),
-            "predicted": self.predicted, "step_length": getattr(self, "step_length", math.nan),
+            "predicted": self.predicted, "step_length": self.step_length,
             "steps": self.steps, "nfev": self.nfev, "ended": self.ended, "noisy": self.noisy,
         }  # fmt: skip
 
