@@ -1,11 +1,12 @@
 """The order of a run's stages (`zovh_opt._driver.stages`), in one place.
 
-    measure x0 ─→ quasi-Newton phase ─→ iterate ─→ final ─→ done
-    (noise?)      (deterministic,       ↑  │  (the method; hop,
-       │           smooth: FD L-BFGS)   │  │   refine, resume)
-       └────────→ trust region ─────────┤  │
-                  (mild noise, small d) └──┴─ measure the best point again, or a noisy
-                                              run's centre (drift check)
+    measure x0 ─┬─→ quasi-Newton phase ─┬───────────────→ iterate ─→ final ─→ done
+    (noise?)    │   (deterministic:     │ rugged, d <= 5   ↑   │   (the method; hop,
+                │    FD L-BFGS)         ↓                  │   │    refine, resume)
+                └─ mild noise, d <= 5 → trust region ──────┤   │
+                                                           └───┴─ measure the best point
+                                                                  again, or a noisy run's
+                                                                  centre (drift check)
 
 `zovh_opt.Optimizer` asks the current stage for points, tells it the values, and takes the
 stage `next_stage` names. `new_starts` (`zovh_opt._driver.new_starts`) runs whole runs one
@@ -57,8 +58,9 @@ def next_stage(parts: Any, stage: Stage, outcome: Any) -> Stage:
         return stopped(parts, *outcome)
     if outcome is PHASE_AGAIN:  # a hop or a resume: the phase from a new point
         return QUASI_NEWTON
-    if stage is MEASURE:  # x0 (or the best point) measured: noise or none; mild noise at
-        if not parts.noise.done:  # small d starts the trust region
+    # x0 (or the best point) measured: noise or none; mild noise at small d: the trust region
+    if stage is MEASURE:
+        if not parts.noise.done:
             return MEASURE
         if MODEL.start(parts):
             return MODEL
@@ -67,8 +69,10 @@ def next_stage(parts: Any, stage: Stage, outcome: Any) -> Stage:
         return ITERATE if parts.trust_region.done else MODEL
     if stage is CHECK:  # the centre, then the best point afresh where it looked lower
         return ITERATE if parts.drift.pending is None else CHECK
-    if stage is QUASI_NEWTON:  # its end hands over; noise found there measures x0 first; a
-        if not parts.quasi_newton.done:  # rugged f at small d goes on in the trust region
+    # the phase's end hands over: to the trust region where it converged on ruggedness at
+    # small d; noise found there measures x0 first
+    if stage is QUASI_NEWTON:
+        if not parts.quasi_newton.done:
             return QUASI_NEWTON
         if parts.trust_region is not None and not parts.trust_region.done:
             return MODEL
