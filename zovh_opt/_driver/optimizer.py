@@ -130,7 +130,8 @@ class Optimizer:
     def stage(self) -> str:
         """The stage the next ask belongs to: ``"measure"`` (``x0`` or the best point again,
         for noise), ``"check"`` (a noisy run's centre), ``"gradient"`` (the quasi-Newton
-        phase), ``"iterate"`` (the method), ``"final"`` or ``"done"``."""
+        phase), ``"model"`` (the trust region), ``"iterate"`` (the method), ``"final"`` or
+        ``"done"``."""
         return self._stage.name
 
     @property
