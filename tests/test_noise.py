@@ -283,7 +283,7 @@ def test_mild_noise_at_small_d_takes_the_trust_region_to_the_fit(seed):
     """The same fit at the issue's budget, 100 (d + 1) = 600, by default: the trust region's
     first radius is a tenth of each ``|x0_j|``, so no value explodes, and the run ends within
     a factor 2 of the fit's minimum 5.46e-5, 16 000 times below f(x0) = 0.879 (issue #70:
-    the method's path ended 6.6e-3 to 0.68, NEWUOA 1.2e-3 to 0.14)."""
+    the method's path ended 1.2e-3 to 0.68, NEWUOA 1.2e-3 to 0.14)."""
     noise = np.random.default_rng(100 + seed)
     x0 = np.array([0.5, 1.5, -1.0, 0.01, 0.02])
     with warnings.catch_warnings():
