@@ -281,9 +281,10 @@ def test_a_noisy_batch_with_a_huge_finite_value_does_not_wreck_the_run(seed, tun
 @pytest.mark.parametrize("seed", range(4))
 def test_mild_noise_at_small_d_takes_the_trust_region_to_the_fit(seed):
     """The same fit at the issue's budget, 100 (d + 1) = 600, by default: the trust region's
-    first radius is a tenth of each ``|x0_j|``, so no value explodes, and the run ends within
-    a factor 2 of the fit's minimum 5.46e-5, 16 000 times below f(x0) = 0.879 (issue #70:
-    the method's path ended 1.2e-3 to 0.68, NEWUOA 1.2e-3 to 0.14)."""
+    first radius is a tenth of each ``|x0_j|``, so no value explodes, and the run ends 100
+    times below f(x0) = 0.879 (the issue's target) and within ten times the fit's minimum
+    5.46e-5 (issue #70: the method's path ended 1.2e-3 to 0.68, 22 to 12 000 times it;
+    NEWUOA 1.2e-3 to 0.14)."""
     noise = np.random.default_rng(100 + seed)
     x0 = np.array([0.5, 1.5, -1.0, 0.01, 0.02])
     with warnings.catch_warnings():
@@ -293,4 +294,4 @@ def test_mild_noise_at_small_d_takes_the_trust_region_to_the_fit(seed):
             options={"maxfev": 600},
         )  # fmt: skip
     assert res.trust_region["nfev"] >= 100  # it ran, and handed over before the end
-    assert osborne(res.x) <= 2 * 5.46e-5
+    assert osborne(res.x) <= osborne(x0) / 100 and osborne(res.x) <= 10 * 5.46e-5

@@ -278,7 +278,8 @@ class QuasiNewton(Stage):
 class TrustRegion(Stage):
     """A mildly noisy run at small d: a model-based trust region from ``x0``
     (`zovh_opt._driver.trust_region.TrustRegionPhase`) in place of the phase; at its end the
-    method starts at its centre with its radius as length scale and the budget left."""
+    method starts at its centre with its last good radius as length scale and the budget
+    left."""
 
     name = "model"
     budgeted = True
@@ -366,8 +367,9 @@ class TrustRegion(Stage):
 
     @staticmethod
     def hand_over(parts: Any) -> None:
-        """The method at the region's centre, with its radius as length scale and the
-        budget left, reading its batches as a noisy run's."""
+        """The method at the region's centre, with its last good radius as length scale
+        (`TrustRegionPhase.length`) and the budget left, reading its batches as a noisy run's
+        where the run is noisy."""
         region, space = parts.trust_region, parts.method.space
         parts.method, parts.method_options = build(
             parts.method_name, space.to_user(space.from_host(region.x)), rng=parts.seeds,

@@ -99,6 +99,7 @@ class TrustRegionPhase:
         self.pending: list[np.ndarray] = self._stencil()
         self.predicted = math.nan  # the pending step's predicted decrease (nan: no step)
         self.step_length = math.nan  # its length in u
+        self.good_radius = 1.0  # the radius of the last step that kept its prediction
         self.steps = 0
         self.nfev = 0
         self.ended: str | None = None
@@ -114,9 +115,10 @@ class TrustRegionPhase:
 
     @property
     def length(self) -> float:
-        """The radius in the run's coordinates (root mean square over the coordinates): the
-        method's length scale at the hand-over."""
-        return float(self.radius * np.sqrt(np.mean(self.scale**2)))
+        """The method's length scale at the hand-over: the radius of the last step that kept
+        at least `SHRINK_RATIO` of its prediction, where the model still rose above the
+        noise (root mean square over the coordinates, in the run's coordinates)."""
+        return float(self.good_radius * np.sqrt(np.mean(self.scale**2)))
 
     def _stencil(self) -> list[np.ndarray]:
         """The first points: ``u0 +- e_j`` (radius 1), which give the model's gradient and
@@ -154,6 +156,8 @@ class TrustRegionPhase:
         value = values[0] if math.isfinite(values[0]) else math.inf
         ratio = (before - value) / predicted
         rules = active().trust_region
+        if ratio >= rules.SHRINK_RATIO:
+            self.good_radius = self.radius
         if ratio >= rules.GROW_RATIO and self.step_length > 0.9 * self.radius:
             self.radius *= rules.GROW
         elif ratio < rules.SHRINK_RATIO:
@@ -245,6 +249,7 @@ class TrustRegionPhase:
             "pending": np.array(self.pending).reshape(-1, self.dim),
             "predicted": self.predicted, "step_length": self.step_length,
             "steps": self.steps, "nfev": self.nfev, "ended": self.ended, "noisy": self.noisy,
+            "good_radius": self.good_radius,
         }  # fmt: skip
 
     @classmethod
@@ -263,4 +268,5 @@ class TrustRegionPhase:
         phase.steps, phase.nfev = int(state["steps"]), int(state["nfev"])
         phase.ended = None if state["ended"] is None else str(state["ended"])
         phase.noisy = bool(state["noisy"])
+        phase.good_radius = float(state["good_radius"])
         return phase
