@@ -142,12 +142,7 @@ class QuasiNewtonPhase:
         (a converged phase resumed, a start next to a local minimum) gives about half the
         prediction. The stalled phase's point is no minimum at any scale, and its norm no
         length scale (theory page, *The quasi-Newton phase*)."""
-        if not self.converged or self.steps == 0:  # no step: the method starts at x0 itself
-            return False
-        return (
-            self.longest <= self.difference_step / active().quasi_newton.ARMIJO
-            and self.first_ratio < active().quasi_newton.STALLED_RATIO
-        )
+        return self._within_ruggedness and self.first_ratio < active().quasi_newton.STALLED_RATIO
 
     @property
     def rugged(self) -> bool:
@@ -155,11 +150,17 @@ class QuasiNewtonPhase:
         (at most ``h / ARMIJO``) and the first one's decrease unlike a smooth ``f``'s, below
         `STALLED_RATIO` of its slope's prediction (`stalled`) or above its inverse (a smooth
         ``f`` gives about half, at most one)."""
-        if not self.converged or self.steps == 0:
-            return False
         rules = active().quasi_newton
         unlike = not rules.STALLED_RATIO <= self.first_ratio <= 1 / rules.STALLED_RATIO
-        return self.longest <= self.difference_step / rules.ARMIJO and unlike
+        return self._within_ruggedness and unlike
+
+    @property
+    def _within_ruggedness(self) -> bool:
+        """Converged after at least one step (none: the method starts at ``x0`` itself), every
+        accepted step at most ``h / ARMIJO`` long, where ruggedness passes Armijo's test."""
+        if not self.converged or self.steps == 0:
+            return False
+        return self.longest <= self.difference_step / active().quasi_newton.ARMIJO
 
     @property
     def difference_step(self) -> float:

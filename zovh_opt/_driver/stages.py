@@ -292,14 +292,18 @@ class TrustRegion(Stage):
         the end's."""
         method = parts.method
         dim = method.space.dim
-        room = parts.options["maxfev"] - parts.told - parts.returned.reserve
         return (
             parts.method_name == "zovh"
             and method.control is not None
             and parts.requested.get("curvature", "auto") != "off"
             and dim <= active().dimensions.TRUST_REGION_MAX_DIMENSION
-            and room >= 2 * dim + 2
+            and TrustRegion._before_the_end(parts) >= 2 * dim + 2
         )
+
+    @staticmethod
+    def _before_the_end(parts: Any) -> int:
+        """The evaluations ``maxfev`` leaves beside the end's."""
+        return parts.options["maxfev"] - parts.told - parts.returned.reserve
 
     @classmethod
     def applies(cls, parts: Any) -> bool:
@@ -309,7 +313,7 @@ class TrustRegion(Stage):
         noise = parts.noise
         if not (noise.detected and parts.nit == 0 and cls.fits(parts)):
             return False
-        finite = [v for v in noise.values if math.isfinite(v)]
+        finite = noise.finite_values()
         if len(finite) < 2:
             return False
         return sample_std(finite) <= active().trust_region.MILD * abs(mean(finite))
@@ -329,7 +333,7 @@ class TrustRegion(Stage):
         """Start at ``x0`` from its measured values where the region `applies`."""
         if not self.applies(parts):
             return False
-        finite = [v for v in parts.noise.values if math.isfinite(v)]
+        finite = parts.noise.finite_values()
         x0 = parts.method.space.to_host(parts.method.x)
         parts.trust_region = TrustRegionPhase(x0, mean(finite), sample_std(finite))
         return True
@@ -357,8 +361,7 @@ class TrustRegion(Stage):
         xtol = parts.stopping.options["xtol"]
         if reached is None and xtol is not None and region.length <= xtol * parts.method.scale:
             region.ended, reached = "xtol", Stop(SUCCESS, REGION_XTOL_MESSAGE)
-        room = parts.options["maxfev"] - parts.told - parts.returned.reserve
-        if reached is None and not region.done and region.size() > room:
+        if reached is None and not region.done and region.size() > self._before_the_end(parts):
             region.ended = "budget"
         if reached is not None or region.done:
             region.ended = region.ended or "target"
@@ -371,11 +374,8 @@ class TrustRegion(Stage):
         (`TrustRegionPhase.length`) and the budget left, reading its batches as a noisy run's
         where the run is noisy."""
         region, space = parts.trust_region, parts.method.space
-        parts.method, parts.method_options = build(
-            parts.method_name, space.to_user(space.from_host(region.x)), rng=parts.seeds,
-            scale=region.length, maxfev=parts.options["maxfev"] - parts.told,
-            options=parts.requested, noisy=region.noisy, first_step=parts.coordinates.first_step,
-        )  # fmt: skip
+        x = space.from_host(region.x)
+        method_from(parts, x, region.length, noisy=region.noisy, space=space)
         if region.noisy:
             parts.method.noise_found((parts.noise.std() / parts.coordinates.f_unit) ** 2)
 
@@ -571,11 +571,13 @@ def restart(parts: Any, reason: str, *, diverged: bool) -> Stop | None:
                                    nfev=parts.told, stopping=parts.stopping)  # fmt: skip
 
 
-def method_from(parts: Any, x: Any, scale: float | None, *, noisy: bool) -> None:
-    """The run's method built at ``x`` (the phase's coordinates) with the length scale
-    ``scale`` (``None``: its own) and the budget left: at the hand-over and a refinement."""
+def method_from(parts: Any, x: Any, scale: float | None, *, noisy: bool, space: Any = None) -> None:
+    """The run's method built at ``x`` (a compute array of ``space``, the phase's by default,
+    in the run's coordinates) with the length scale ``scale`` (``None``: its own) and the
+    budget left: at a hand-over and a refinement."""
+    space = parts.quasi_newton.space if space is None else space
     parts.method, parts.method_options = build(
-        parts.method_name, parts.quasi_newton.space.to_user(x), rng=parts.seeds, scale=scale,
+        parts.method_name, space.to_user(x), rng=parts.seeds, scale=scale,
         maxfev=parts.options["maxfev"] - parts.told, options=parts.requested, noisy=noisy,
         first_step=parts.coordinates.first_step,
     )  # fmt: skip

@@ -223,11 +223,15 @@ class TrustRegionPhase:
         self.hessian = self.hessian + change / (radius * radius)
         return free * solution[1 : d + 1] / radius, self.hessian
 
+    def _close(self) -> np.ndarray:
+        """The offsets from the centre of the points within twice the radius, over it."""
+        offsets = np.array(self.points) - self.u
+        return offsets[np.linalg.norm(offsets, axis=1) <= 2 * self.radius] / self.radius
+
     def _poised(self) -> bool:
         """Whether at least ``d + 1`` points within twice the radius span every direction:
         their offsets' smallest singular value over the radius at least `POISED`."""
-        offsets = np.array(self.points) - self.u
-        close = offsets[np.linalg.norm(offsets, axis=1) <= 2 * self.radius] / self.radius
+        close = self._close()
         if close.shape[0] < self.dim + 1:
             return False
         return bool(
@@ -236,9 +240,7 @@ class TrustRegionPhase:
 
     def _geometry_point(self) -> np.ndarray:
         """A point at the radius along the direction the close points span least."""
-        offsets = np.array(self.points) - self.u
-        close = offsets[np.linalg.norm(offsets, axis=1) <= 2 * self.radius] / self.radius
-        rows = np.vstack([close, np.zeros((1, self.dim))])  # (the centre: never empty)
+        rows = np.vstack([self._close(), np.zeros((1, self.dim))])  # (the centre: never empty)
         return self.u + self.radius * np.linalg.svd(rows)[2][-1]
 
     def state(self) -> dict[str, Any]:

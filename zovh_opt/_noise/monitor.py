@@ -129,7 +129,7 @@ class NoiseMonitor:
                 self.found(room, elsewhere=True)
             return
         self.values.extend(values)
-        finite = [v for v in self.values if math.isfinite(v)]
+        finite = self.finite_values()
         if not self.detected and any(not repeats(v, finite[0], self.eps) for v in finite):
             self.found(room)
 
@@ -177,10 +177,14 @@ class NoiseMonitor:
         objective, ``nan`` before two values)."""
         return sample_std(self.values)
 
+    def finite_values(self) -> list[float]:
+        """The finite values measured at ``x0``."""
+        return [v for v in self.values if math.isfinite(v)]
+
     def start_scale(self) -> float:
         """The scale of ``f`` at ``x0``: the larger of its values' mean magnitude and their
         standard deviation (0 before a finite value)."""
-        finite = [v for v in self.values if math.isfinite(v)]
+        finite = self.finite_values()
         if not finite:
             return 0.0
         spread = sample_std(finite) if len(finite) > 1 else 0.0
