@@ -1056,3 +1056,73 @@ def test_success_only_at_the_minimum_next_to_a_wall(d, wall, bounded, dtype, tol
             assert res.fun - best <= tolerance * (f(x0) - best)
         elif res.quasi_newton["walls"]:
             assert "met a wall" in res.message
+
+
+def with_ruggedness(f, amplitude: float):
+    """``f (1 + a r(x))``, ``r`` in ``[-1, 1]`` a hash of ``x``'s bytes (a solver's tolerance:
+    the same ``x``, the same value)."""
+
+    def rough(x):
+        r = zlib.crc32(np.ascontiguousarray(x, dtype=np.float64).tobytes()) / 2**31 - 1.0
+        return float(f(x)) * (1.0 + amplitude * r)
+
+    return rough
+
+
+@pytest.mark.parametrize("d", [1, 2, 3, 5])
+@pytest.mark.parametrize("amplitude", [1e-3, 1e-7])
+def test_the_probe_ends_a_rugged_phase_at_its_first_gradient(d, amplitude):
+    """A relative ruggedness of ``1e-3`` or ``1e-7`` (above the differences' resolution of
+    about ``sqrt(eps) ~ 1.5e-8``) makes the first gradient's second difference along ``e_0``
+    as large as its first differences: the phase ends ``"rugged"`` after one ask of
+    ``d + 1`` points (the last ``x - h_0 e_0``), ``rugged`` holds, and a checkpoint keeps it."""
+    f = with_ruggedness(rotated_quadratic(d, 1e3, seed=d)[0], amplitude)
+    x0 = np.linspace(-1.0, 1.0, d) + 3.0
+    phase = QuasiNewtonPhase(x0, float(np.linalg.norm(x0)), f(x0), recheck=False, probe=True)
+    asked = points(phase)
+    assert asked.shape == (d + 1, d)
+    np.testing.assert_array_equal(asked, np.asarray(phase.points()))
+    h = asked[0, 0] - x0[0]
+    assert h > 0 and asked[-1, 0] == pytest.approx(x0[0] - h, rel=0, abs=1e-15)
+    np.testing.assert_array_equal(asked[-1, 1:], x0[1:])
+    phase.tell([f(p) for p in asked])
+    assert phase.ended == "rugged" and phase.rugged and phase.nfev == d + 1
+    assert not phase_from_state(phase_state(phase), x0).probing
+
+
+@pytest.mark.parametrize("case", ["conditioned", "rosenbrock", "float32"])
+def test_the_probe_leaves_a_smooth_phase_as_it_was(case):
+    """On a smooth ``f`` (a quadratic of condition ``1e6`` at d = 5, Rosenbrock's function from
+    its standard start, float32) the second difference is ``h^2 f''``, far below the first
+    differences ``h f'``: the phase goes on, and with one evaluation more takes exactly the
+    steps of a phase without the probe. (At a stationary point the first differences are
+    ``h^2 f'' / 2`` too: the probe reads it as rugged, and the trust region confirms it.)"""
+    dtype = np.float32 if case == "float32" else np.float64
+    if case == "rosenbrock":
+        f, x0 = scipy.optimize.rosen, np.array([-1.2, 1.0, -1.2, 1.0])
+    else:
+        f, _, _, x_opt, _ = rotated_quadratic(5, 1e6, seed=3)
+        x0 = x_opt + 5.0
+    x0 = x0.astype(dtype)
+    runs = []
+    for probe in (True, False):
+        phase = QuasiNewtonPhase(x0, float(np.linalg.norm(x0)), float(f(x0)), True, probe=probe)
+        runs.append((phase, drive(phase, f, 40)))
+    (probed, asked), (plain, plain_asked) = runs
+    assert probed.ended != "rugged" and not probed.rugged
+    assert probed.nfev == plain.nfev + 1
+    np.testing.assert_array_equal(asked[0][:-1], plain_asked[0])
+    for a, b in zip(asked[1:], plain_asked[1:], strict=True):
+        np.testing.assert_array_equal(a, b)
+    np.testing.assert_array_equal(np.asarray(probed.x), np.asarray(plain.x))
+
+
+@pytest.mark.parametrize("d", [2, 5])
+def test_a_start_at_the_minimum_ends_there(d):
+    """Rosenbrock's function from its minimum (``f = 0``): the probe reads the stationary
+    point as rugged, the trust region finds nothing lower, and the run returns the minimum
+    within a fifth of its budget (369 and 336 evaluations; without the probe the phase called ``f = 0`` a wall and
+    the run took its whole budget, ``1000 d``)."""
+    res = zovh_opt.minimize(scipy.optimize.rosen, np.ones(d), rng=0)
+    assert res.quasi_newton["ended"] == "rugged" and res.trust_region["nfev"] >= 2 * d
+    assert res.fun == 0.0 and res.nfev < 200 * d

@@ -110,6 +110,10 @@ class QuasiNewton:
     DIAGONAL: float = 0.1
     # the phase's difference steps stay within this fraction of the box map's margin
     DIFFERENCE_IN_MARGIN: float = 0.1
+    # a first gradient's second difference above this many eps |f| is no smooth f's h^2 f''
+    ROUGH_FLOOR: float = 1e4
+    # ... and above this share of its first differences (a smooth f's: about sqrt(eps))
+    ROUGH_SHARE: float = 0.1
 
 
 @dataclasses.dataclass(frozen=True)

@@ -32,6 +32,7 @@ def phase_state(phase: QuasiNewtonPhase) -> dict[str, Any]:
         "pairs_y": None if not pairs else phase.xp.stack([y for _, y, _ in pairs]),
         "pairs_rho": [rho for _, _, rho in pairs],
         "searching": phase.searching,
+        "probing": phase.probing,
         "measured": phase.measured,
         "retry": list(phase.retry),
         "steps": phase.steps,
@@ -87,6 +88,7 @@ def phase_from_state(
     rho = [float(r) for r in state["pairs_rho"]]
     phase.pairs = [] if s is None else [(s[i, ...], y[i, ...], r) for i, r in enumerate(rho)]
     phase.searching = bool(state["searching"])
+    phase.probing = bool(state.get("probing", False))  # (none before the probe)
     phase.measured, phase.steps = int(state["measured"]), int(state["steps"])
     # (checkpoints written before `stalled`: a phase that converged as it was then judged)
     phase.longest = float(state.get("longest", math.inf))

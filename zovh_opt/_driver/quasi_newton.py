@@ -45,6 +45,11 @@ class QuasiNewtonPhase:
         Maps a point of the run's coordinates to the one the phase keeps for it: with bounds,
         the same box point within one period of the box map
         (`zovh_opt._driver.coordinates.Coordinates.in_one_period`); by default the point itself.
+    caps : array, optional
+        The longest difference step of each coordinate (`Coordinates.difference_caps`).
+    probe : bool, optional
+        Whether the first gradient also measures ``x - h_0 e_0``, whose second difference
+        tells a rugged ``f`` from a smooth one (`_rough`); the phase then ends ``"rugged"``.
     """
 
     def __init__(
@@ -55,6 +60,7 @@ class QuasiNewtonPhase:
         recheck: bool,
         within: Callable[[Any], Any] | None = None,
         caps: Any = None,
+        probe: bool = False,
     ) -> None:
         self.space = ArraySpace(x0)
         self.xp = self.space.xp
@@ -75,6 +81,7 @@ class QuasiNewtonPhase:
         self.skipped = 0  # steps in a row skipped that fell at least linearly (`SKIPPED_PAIRS`)
         self.ratio = math.nan  # the last step's decrease over the one its slope predicted
         self.searching = False  # False: measuring a gradient; True: a line search
+        self.probing = bool(probe)  # the first gradient measures x - h_0 e_0 too (`_rough`)
         self.measured = 0  # coordinates of the gradient measured so far
         self.retry: list[int] = []  # coordinates whose forward value failed: measured backwards
         self.steps = 0  # accepted steps
@@ -146,13 +153,14 @@ class QuasiNewtonPhase:
 
     @property
     def rugged(self) -> bool:
-        """Whether the phase converged on ruggedness: every accepted step within its reach
-        (at most ``h / ARMIJO``) and the first one's decrease unlike a smooth ``f``'s, below
+        """Whether the phase found ``f`` rugged: its probe's second difference (`_rough`), or
+        convergence with every accepted step within the ruggedness' reach (at most
+        ``h / ARMIJO``) and the first one's decrease unlike a smooth ``f``'s, below
         `STALLED_RATIO` of its slope's prediction (`stalled`) or above its inverse (a smooth
         ``f`` gives about half, at most one)."""
         rules = active().quasi_newton
         unlike = not rules.STALLED_RATIO <= self.first_ratio <= 1 / rules.STALLED_RATIO
-        return self._within_ruggedness and unlike
+        return self.ended == "rugged" or (self._within_ruggedness and unlike)
 
     @property
     def _within_ruggedness(self) -> bool:
@@ -204,7 +212,13 @@ class QuasiNewtonPhase:
             return len(self.retry)
         return min(
             active().quasi_newton.BLOCK - int(self._with_centre()), self.dim - self.measured
-        ) + int(self._with_centre())
+        ) + int(self._with_centre()) + int(self._with_probe())
+
+    def _with_probe(self) -> bool:
+        """Whether the pending ask ends with ``x - h_0 e_0`` (the first gradient where the
+        phase probes and the whole gradient fits one ask)."""
+        whole = self.dim + 2 <= active().quasi_newton.BLOCK
+        return self.probing and whole and not self.searching and self.measured == 0
 
     def _in_unit(self, values: list[float]) -> list[float]:
         """``values`` over the phase's unit of ``f``, fixed by the first finite nonzero one (so
@@ -248,6 +262,8 @@ class QuasiNewtonPhase:
         backwards, after a failed value); ``None`` for the centre."""
         if self._retrying:
             return self.retry[i], -1.0
+        if self._with_probe() and i == self.size() - 1:
+            return 0, -1.0
         j = self.measured + i - int(self._with_centre())
         return (j, 1.0) if j >= self.measured else None
 
@@ -263,11 +279,14 @@ class QuasiNewtonPhase:
                 j, sign = self._moved(i)
                 block[i, j : j + 1] = self.x[j : j + 1] + self._steps(j, j + 1, sign)
             return self.space.to_user(block)
-        n, centre, start = block.shape[0], int(self._with_centre()), self.measured
+        probe = int(self._with_probe())
+        n, centre, start = block.shape[0] - probe, int(self._with_centre()), self.measured
         steps = self._steps(start, start + n - centre)  # the block's steps in one pass
         for i in range(n - centre):
             j = start + i
             block[centre + i, j : j + 1] = self.x[j : j + 1] + steps[i : i + 1]
+        if probe:
+            block[n, 0:1] = self.x[0:1] + self._steps(0, 1, -1.0)
         return self.space.to_user(block)
 
     def _trial(self) -> Any:
@@ -284,6 +303,8 @@ class QuasiNewtonPhase:
             return False
         if self._retrying:
             return self._tell_backward(values)
+        probe = values.pop() if self._with_probe() else None
+        self.probing = False
         if self._with_centre():
             value, values = values[0], values[1:]
             if math.isnan(self.fx):
@@ -308,7 +329,25 @@ class QuasiNewtonPhase:
         self.measured += n
         if self.measured < self.dim or self.retry:
             return False
-        return self._gradient_complete()
+        complete = self._gradient_complete()
+        if probe is not None and self._rough(values[0], probe):
+            self.ended = "rugged"
+        return complete
+
+    def _rough(self, forward: float, backward: float) -> bool:
+        """Whether ``f`` is rugged at the differences' scale: the second difference
+        ``f(x + h e_0) + f(x - h e_0) - 2 f(x)`` above `ROUGH_FLOOR` eps ``|f|`` (a smooth
+        ``f`` gives ``h^2 f''``, about eps ``|f|``) and above `ROUGH_SHARE` of the largest first
+        difference (a smooth ``f`` gives ``h f'' / f'`` of it, about ``sqrt(eps)``): the
+        gradient then reads the ruggedness, not a slope (Moré and Wild's noise estimate at
+        its smallest; theory page, *Mild noise at small d*)."""
+        rules = active().quasi_newton
+        if not (math.isfinite(forward) and math.isfinite(backward)):
+            return False
+        second = abs(forward + backward - 2.0 * self.fx)
+        scale = max(abs(forward), abs(backward), abs(self.fx))
+        first = float(self.xp.max(self.xp.abs(self.g * self._steps(0, self.dim))))
+        return second > rules.ROUGH_FLOOR * self.eps * scale and second > rules.ROUGH_SHARE * first
 
     def _tell_backward(self, values: list[float]) -> bool:
         """The values at ``x - h_j e_j`` of the coordinates ``j`` whose forward value failed:

@@ -187,7 +187,7 @@ class QuasiNewton(Stage):
         recheck = parts.options["noisy"] == "auto"
         parts.quasi_newton = QuasiNewtonPhase(
             method.x, method.scale, value, recheck, coordinates.in_one_period,
-            coordinates.difference_caps(),
+            coordinates.difference_caps(), probe=TrustRegion.fits(parts),
         )  # fmt: skip
         return True
 
