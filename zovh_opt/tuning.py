@@ -114,6 +114,10 @@ class QuasiNewton:
     ROUGH_FLOOR: float = 1e4
     # ... and above this share of its first differences (a smooth f's: about sqrt(eps))
     ROUGH_SHARE: float = 0.1
+    # where it is, the second difference at this many h tells noise (the same size) from ...
+    ROUGH_WIDTH: float = 1e3
+    # ... ruggedness at every scale (Katsuura's: 40 to 1500 times larger; noise: up to 3.3)
+    ROUGH_GROWTH: float = 10.0
 
 
 @dataclasses.dataclass(frozen=True)

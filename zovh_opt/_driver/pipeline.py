@@ -1,8 +1,8 @@
 """The order of a run's stages (`zovh_opt._driver.stages`), in one place.
 
     measure x0 ─┬─→ quasi-Newton phase ─┬───────────────→ iterate ─→ final ─→ done
-    (noise?)    │   (deterministic:     │ rugged, d <= 5   ↑   │   (the method; hop,
-                │    FD L-BFGS)         ↓                  │   │    refine, resume)
+    (noise?)    │   (deterministic:     │ rugged (probe or ↑   │   (the method; hop,
+                │    FD L-BFGS)         ↓ end), d <= 5     │   │    refine, resume)
                 └─ mild noise, d <= 5 → trust region ──────┤   │
                                                            └───┴─ measure the best point
                                                                   again, or a noisy run's

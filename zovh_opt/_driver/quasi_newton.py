@@ -49,7 +49,9 @@ class QuasiNewtonPhase:
         The longest difference step of each coordinate (`Coordinates.difference_caps`).
     probe : bool, optional
         Whether the first gradient also measures ``x - h_0 e_0``, whose second difference
-        tells a rugged ``f`` from a smooth one (`_rough`); the phase then ends ``"rugged"``.
+        tells a rugged ``f`` from a smooth one (`_rough`), and where it reads ruggedness,
+        ``x +- ROUGH_WIDTH h_0 e_0`` too, which tell noise-like ruggedness from a function
+        rugged at every scale (`_noise_like`); the phase then ends ``"rugged"``.
     """
 
     def __init__(
@@ -82,6 +84,7 @@ class QuasiNewtonPhase:
         self.ratio = math.nan  # the last step's decrease over the one its slope predicted
         self.searching = False  # False: measuring a gradient; True: a line search
         self.probing = bool(probe)  # the first gradient measures x - h_0 e_0 too (`_rough`)
+        self.wide: float | None = None  # the ruggedness it read, until x +- W h_0 e_0 are in
         self.measured = 0  # coordinates of the gradient measured so far
         self.retry: list[int] = []  # coordinates whose forward value failed: measured backwards
         self.steps = 0  # accepted steps
@@ -206,6 +209,8 @@ class QuasiNewtonPhase:
 
     def size(self) -> int:
         """The points of the next ask."""
+        if self.wide is not None:
+            return 2
         if self.searching:
             return 1
         if self._retrying:
@@ -248,6 +253,8 @@ class QuasiNewtonPhase:
         """Point ``i`` of the pending ask, a new ``(d,)`` array in the caller's namespace:
         ``x + alpha p`` in a line search, else the centre (first, where it is measured) or
         ``x + h_j e_j`` for the next coordinates ``j``."""
+        if self.wide is not None:
+            return self.space.to_user(self._wide_points()[i])
         if self.searching:
             return self.space.to_user(self._trial())
         row = self.xp.asarray(self.x, copy=True)
@@ -270,6 +277,8 @@ class QuasiNewtonPhase:
     def points(self) -> Any:
         """The pending ask's points, ``point(i)`` for every ``i``, as one new ``(n, d)`` array
         in the caller's namespace (one copy of ``x`` a row, where stacked rows take two)."""
+        if self.wide is not None:
+            return self.space.to_user(self.xp.stack(self._wide_points()))
         if self.searching:
             return self.space.to_user(self.xp.reshape(self._trial(), (1, -1)))
         block = self.space.empty((self.size(), self.dim))
@@ -289,6 +298,20 @@ class QuasiNewtonPhase:
             block[n, 0:1] = self.x[0:1] + self._steps(0, 1, -1.0)
         return self.space.to_user(block)
 
+    def _wide_points(self) -> list[Any]:
+        """``x + W h_0 e_0`` and ``x - W h_0 e_0`` (``W`` = `ROUGH_WIDTH`), new arrays."""
+        rows = []
+        for sign in (1.0, -1.0):
+            row = self.xp.asarray(self.x, copy=True)
+            row[0:1] = self.x[0:1] + self._wide_step(sign)
+            rows.append(row)
+        return rows
+
+    def _wide_step(self, sign: float) -> Any:
+        width = active().quasi_newton.ROUGH_WIDTH
+        x = self.x[0:1]
+        return (x + sign * width * self._steps(0, 1)) - x
+
     def _trial(self) -> Any:
         """The line search's trial point ``x + alpha p``, as the phase keeps it (`within`)."""
         return self.within(self.x + self.alpha * self.p)
@@ -298,6 +321,11 @@ class QuasiNewtonPhase:
         completed (an iteration of the run)."""
         self.nfev += len(values)
         values = self._in_unit(values)
+        if self.wide is not None:
+            if self._noise_like(*values):
+                self.ended = "rugged"
+            self.wide = None
+            return False
         if self.searching:
             self._judge(values[0])
             return False
@@ -330,9 +358,14 @@ class QuasiNewtonPhase:
         if self.measured < self.dim or self.retry:
             return False
         complete = self._gradient_complete()
-        if probe is not None and self._rough(values[0], probe):
-            self.ended = "rugged"
+        if probe is not None and self._rough(values[0], probe) and not self.done:
+            self.wide = abs(values[0] + probe - 2.0 * self.fx)
+            self.wide = max(self.wide, float(self.xp.max(self.xp.abs(self._first()))))
         return complete
+
+    def _first(self) -> Any:
+        """The first gradient's first differences ``f(x + h_j e_j) - f(x)``."""
+        return self.g * self._steps(0, self.dim)
 
     def _rough(self, forward: float, backward: float) -> bool:
         """Whether ``f`` is rugged at the differences' scale: the second difference
@@ -346,8 +379,20 @@ class QuasiNewtonPhase:
             return False
         second = abs(forward + backward - 2.0 * self.fx)
         scale = max(abs(forward), abs(backward), abs(self.fx))
-        first = float(self.xp.max(self.xp.abs(self.g * self._steps(0, self.dim))))
+        first = float(self.xp.max(self.xp.abs(self._first())))
         return second > rules.ROUGH_FLOOR * self.eps * scale and second > rules.ROUGH_SHARE * first
+
+    def _noise_like(self, forward: float, backward: float) -> bool:
+        """Whether the ruggedness the probe read (``wide``, the larger of its second and first
+        differences) is noise-like: the second difference at ``W h`` (``W`` = `ROUGH_WIDTH`)
+        at most `ROUGH_GROWTH` times it. Noise, a solver's tolerance, keeps its amplitude at
+        every step; a function rugged at every scale (Katsuura's) grows with the step, about
+        ``W`` times, and a smooth ``f`` at a stationary point ``W^2`` times (theory page,
+        *Mild noise at small d*, *The probe*)."""
+        if not (math.isfinite(forward) and math.isfinite(backward)):
+            return False
+        second = abs(forward + backward - 2.0 * self.fx)
+        return second <= active().quasi_newton.ROUGH_GROWTH * self.wide
 
     def _tell_backward(self, values: list[float]) -> bool:
         """The values at ``x - h_j e_j`` of the coordinates ``j`` whose forward value failed:
