@@ -1150,3 +1150,14 @@ def test_the_probe_leaves_a_smooth_phase_as_it_was(case):
         np.testing.assert_array_equal(a, b)
     np.testing.assert_array_equal(np.asarray(probed.x), np.asarray(plain.x))
 
+
+
+@pytest.mark.parametrize("d", [2, 5, 20])
+def test_a_start_at_an_exact_zero_minimum_is_no_wall(d):
+    """Rosenbrock's function from its minimum, ``f = 0`` (a least-squares fit restarted from
+    its exact solution): ``|f|`` sets no scale for walls and jumps there, so the failed line
+    search is convergence, and the run ends with success within ``200 d`` evaluations
+    (before: a "wall", the whole budget of ``1000 d``, status 1)."""
+    res = zovh_opt.minimize(scipy.optimize.rosen, np.ones(d), rng=0)
+    assert res.quasi_newton["ended"] == "line search" and res.quasi_newton["walls"] == 0
+    assert res.success and res.fun == 0.0 and res.nfev < 200 * d

@@ -463,13 +463,16 @@ class QuasiNewtonPhase:
                 return
             self._accept(value)
             return
+        # |f| sets the scale of walls and jumps; f = 0 at x and x0 (a least-squares fit's exact
+        # minimum) sets none: every positive value would be one
+        scale = max(abs(self.fx), abs(self.f_start)) or math.inf
         if self.trials >= active().quasi_newton.BACKTRACKS:
             promised = -self.alpha * self.slope
-            wall = promised > active().quasi_newton.WALL * max(abs(self.fx), abs(self.f_start))
+            wall = promised > active().quasi_newton.WALL * scale
             self.ended = "wall" if wall else "line search"
             self.walls += wall
             return
-        reach = active().quasi_newton.JUMP * max(abs(self.fx), abs(self.f_start))
+        reach = active().quasi_newton.JUMP * scale
         self.jumped = self.jumped or not value - self.fx <= reach  # (nan, inf: a jump too)
         curvature = value - self.fx - self.alpha * self.slope  # nan or inf: halve the step
         shrink = -self.slope * self.alpha / (2 * curvature) if 0 < curvature < math.inf else 0.5
