@@ -33,6 +33,7 @@ def phase_state(phase: QuasiNewtonPhase) -> dict[str, Any]:
         "pairs_rho": [rho for _, _, rho in pairs],
         "searching": phase.searching,
         "probing": phase.probing,
+        "centre_known": phase.centre_known,
         "wide": phase.wide,
         "measured": phase.measured,
         "retry": list(phase.retry),
@@ -90,6 +91,7 @@ def phase_from_state(
     phase.pairs = [] if s is None else [(s[i, ...], y[i, ...], r) for i, r in enumerate(rho)]
     phase.searching = bool(state["searching"])
     phase.probing = bool(state.get("probing", False))  # (none before the probe)
+    phase.centre_known = bool(state.get("centre_known", False))
     wide = state.get("wide")
     phase.wide = None if wide is None else float(wide)
     phase.measured, phase.steps = int(state["measured"]), int(state["steps"])

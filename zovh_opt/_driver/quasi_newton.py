@@ -76,6 +76,8 @@ class QuasiNewtonPhase:
             self.fx = self._in_unit([float(value)])[0]
         self.start, self.f_start = self.x, self.fx  # x0 and f(x0)
         self.recheck = bool(recheck)
+        # f(x) measured again just before the phase (x0's two values): no recheck in this gradient
+        self.centre_known = False
         self.within = _itself if within is None else within
         self.eps = float(self.xp.finfo(self.space.dtype).eps)
         self.g = self.space.zeros((self.space.dim,))
@@ -205,7 +207,8 @@ class QuasiNewtonPhase:
     def _with_centre(self) -> bool:
         """Whether the pending ask starts with the centre (a gradient's first ask, when
         ``f(x)`` is unknown or rechecked)."""
-        return not self.searching and self.measured == 0 and (self.recheck or math.isnan(self.fx))
+        again = self.recheck and not self.centre_known
+        return not self.searching and self.measured == 0 and (again or math.isnan(self.fx))
 
     def size(self) -> int:
         """The points of the next ask."""
@@ -332,8 +335,9 @@ class QuasiNewtonPhase:
         if self._retrying:
             return self._tell_backward(values)
         probe = values.pop() if self._with_probe() else None
-        self.probing = False
-        if self._with_centre():
+        centre = self._with_centre()
+        self.probing = self.centre_known = False
+        if centre:
             value, values = values[0], values[1:]
             if math.isnan(self.fx):
                 self.fx = self.f_start = value

@@ -196,7 +196,10 @@ class QuasiNewton(Stage):
         was planned and the values there agreed."""
         if not (parts.phase_planned and not parts.noise.detected and parts.nit == 0):
             return False
-        return self.start(parts, parts.noise.values[0])
+        started = self.start(parts, parts.noise.values[0])
+        if started:  # x0's values just repeated: the first gradient does not measure it again
+            parts.quasi_newton.centre_known = True
+        return started
 
     def asked(self, parts: Any) -> int:
         return parts.quasi_newton.size()
