@@ -181,3 +181,26 @@ def test_a_rugged_deterministic_f_goes_on_in_the_trust_region():
         res = zovh_opt.minimize(f, np.zeros(4), rng=seed, options={"maxfev": 1000})
         assert res.quasi_newton["ended"] is not None and res.trust_region["nfev"] >= 8
         assert float(np.sum((res.x - target) ** 2)) < 10 * 0.01
+
+
+def test_noise_the_phase_finds_goes_on_in_the_trust_region():
+    """bbob-noisy's Cauchy model on a quadratic at d = 3 (``f + 10``, and in 5 % of the calls
+    ``0.01`` times a Cauchy draw more): x0's two values mostly agree and the phase starts, and
+    where a repeat of its centre met an outlier (seeds 1, 5, 6, 7) the trust region goes on
+    from its point as a noisy run's. Every seed of 0-7 ends within 1e-4 of the minimum in 300
+    evaluations (f(x0) is 5 above it; the method's noisy path there: 8.5e-5, 4.6e-4, 3.2e-2 and
+    4.3e-8)."""
+    target = np.arange(3.0)
+    for seed in range(8):
+        noise = np.random.default_rng(seed)
+
+        def f(x, noise=noise):
+            outlier = 0.0
+            if noise.random() < 0.05:
+                outlier = noise.standard_normal() / (abs(noise.standard_normal()) + 1e-199)
+            return float(np.sum((x - target) ** 2)) + 0.01 * max(0.0, 1000.0 + outlier)
+
+        res = zovh_opt.minimize(f, np.zeros(3), rng=seed, options={"maxfev": 300})
+        if res.quasi_newton["ended"] == "noise":
+            assert res.trust_region["nfev"] >= 6
+        assert float(np.sum((res.x - target) ** 2)) < 1e-4

@@ -55,7 +55,8 @@ def minimize(
        (``quasi_newton``): forward-difference gradients and L-BFGS steps, until it converges,
        finds noise, meets a wall of ``f`` or reaches its step limit. Where its first
        gradient's second difference, or its convergence, shows ruggedness (a solver's
-       tolerance) at ``d <= 5``, the trust region of stage 1 goes on from its point.
+       tolerance), or it finds mild noise, at ``d <= 5``, the trust region of stage 1 goes
+       on from its point.
     3. The curvature method takes over from the phase's point: a Hessian model learned from
        the paper's estimator on antithetic pairs (full up to ``d = 40``, diagonal above; the
        paper's Algorithm 1 where less than ``30 d`` evaluations are left), with steps judged

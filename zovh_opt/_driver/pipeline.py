@@ -1,8 +1,8 @@
 """The order of a run's stages (`zovh_opt._driver.stages`), in one place.
 
     measure x0 ─┬─→ quasi-Newton phase ─┬───────────────→ iterate ─→ final ─→ done
-    (noise?)    │   (deterministic:     │ rugged (probe or ↑   │   (the method; hop,
-                │    FD L-BFGS)         ↓ end), d <= 5     │   │    refine, resume)
+    (noise?)    │   (deterministic:     │ rugged or mild   ↑   │   (the method; hop,
+                │    FD L-BFGS)         ↓ noise, d <= 5    │   │    refine, resume)
                 └─ mild noise, d <= 5 → trust region ──────┤   │
                                                            └───┴─ measure the best point
                                                                   again, or a noisy run's
@@ -69,8 +69,8 @@ def next_stage(parts: Any, stage: Stage, outcome: Any) -> Stage:
         return ITERATE if parts.trust_region.done else MODEL
     if stage is CHECK:  # the centre, then the best point afresh where it looked lower
         return ITERATE if parts.drift.pending is None else CHECK
-    # the phase's end hands over: to the trust region where it converged on ruggedness at
-    # small d; noise found there measures x0 first
+    # the phase's end hands over: to the trust region where it found ruggedness or mild noise
+    # at small d; other noise found there measures x0 first
     if stage is QUASI_NEWTON:
         if not parts.quasi_newton.done:
             return QUASI_NEWTON

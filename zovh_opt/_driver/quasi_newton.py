@@ -105,6 +105,7 @@ class QuasiNewtonPhase:
         self.previous: tuple[Any, Any] | None = None  # x and g before the accepted step
         self.ended: str | None = None  # why the phase ended
         self.noisy = False
+        self.noise_values: list[float] = []  # f(x) and the repeat that differed (unit)
         self.nfev = 0  # evaluations of the phase
         self.jac = None  # the last complete gradient
         self.step_limit: int | None = self.max_steps  # steps in all (None: no limit)
@@ -343,6 +344,7 @@ class QuasiNewtonPhase:
                 self.fx = self.f_start = value
             elif not repeats(value, self.fx, self.eps):  # (shifts a difference by 64 eps f / h)
                 self.noisy, self.ended = True, "noise"
+                self.noise_values = [self.fx * self.f_unit, value * self.f_unit]
                 if self.previous is not None and max(value, self.fx) >= self.f_start:
                     self.x = self.start  # both values here above x0's: no confirmed progress
                 return False

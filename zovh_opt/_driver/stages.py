@@ -227,6 +227,9 @@ class QuasiNewton(Stage):
             return reached
         if phase.noisy:
             parts.noise.found(parts.options["maxfev"] - parts.told, elsewhere=True)
+            if TrustRegion.start_noisy(parts, phase):
+                phase.release()  # mild noise at small d: the trust region, from the phase's point
+                return None
         # in a box |z| is the box's offset in the run's coordinates, no scale (issue #67: 73 in
         # a box 1 wide, and the float32 method's queries spread over the whole box)
         if phase.rugged and not phase.noisy and TrustRegion.start_rugged(parts, phase):
@@ -332,6 +335,26 @@ class TrustRegion(Stage):
         parts.trust_region = TrustRegionPhase(x, phase.f_value, 0.0, noisy=False, like=x0)
         return True
 
+    @classmethod
+    def start_noisy(cls, parts: Any, phase: Any) -> bool:
+        """After a quasi-Newton phase that found noise (its centre's value did not repeat),
+        where the run `fits` and the two values spread by at most `MILD` of their mean's
+        magnitude (noise in a fraction of the calls, bbob-noisy's Cauchy model): the trust
+        region from the phase's point as a noisy run's, ``x0``'s values for the end."""
+        values = phase.noise_values
+        if not (cls.fits(parts) and len(values) == 2 and all(map(math.isfinite, values))):
+            return False
+        if sample_std(values) > active().trust_region.MILD * abs(mean(values)):
+            return False
+        noise = parts.noise
+        noise.defer()
+        noise.act(parts.returned, parts.stopping, None, parts.coordinates.f_unit)
+        x, x0 = phase.space.to_host(phase.x), phase.space.to_host(phase.start)
+        back = phase.previous is not None and phase.x is phase.start  # (no confirmed progress)
+        f = phase.f_start * phase.f_unit if back else mean(values)
+        parts.trust_region = TrustRegionPhase(x, f, sample_std(values), like=x0)
+        return True
+
     def start(self, parts: Any) -> bool:
         """Start at ``x0`` from its measured values where the region `applies`."""
         if not self.applies(parts):
@@ -380,7 +403,7 @@ class TrustRegion(Stage):
         x = space.from_host(region.x)
         method_from(parts, x, region.length, noisy=region.noisy, space=space)
         if region.noisy:
-            parts.method.noise_found((parts.noise.std() / parts.coordinates.f_unit) ** 2)
+            parts.method.noise_found((region.noise / parts.coordinates.f_unit) ** 2)
 
     @staticmethod
     def result_field(parts: Any) -> dict[str, Any]:
