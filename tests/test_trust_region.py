@@ -204,3 +204,20 @@ def test_noise_the_phase_finds_goes_on_in_the_trust_region():
         if res.quasi_newton["ended"] == "noise":
             assert res.trust_region["nfev"] >= 6
         assert float(np.sum((res.x - target) ** 2)) < 1e-4
+
+
+def test_a_plateau_reached_after_the_region_is_not_called_x0s():
+    """A rough slope that ends in a plateau (bbob's f5 with a solver's tolerance, d = 2): the
+    probe hands the run to the trust region, which walks down onto the plateau, and the
+    method's flat queries end the run there. The message says the run is on a plateau, not
+    that ``x0`` lies on one (it did: 'f may be constant... start elsewhere')."""
+    import zlib
+
+    def f(x):
+        r = zlib.crc32(np.ascontiguousarray(x, dtype=np.float64).tobytes()) / 2**31 - 1.0
+        return float(np.sum(5.0 - np.minimum(x, 5.0))) * (1.0 + 1e-3 * r) - 9.0
+
+    for seed in range(3):
+        res = zovh_opt.minimize(f, np.zeros(2), rng=seed, options={"maxfev": 400})
+        assert res.quasi_newton["ended"] == "rugged" and res.trust_region["nit"] > 0
+        assert res.fun == -9.0 and "x0" not in res.message and "on a plateau" in res.message
