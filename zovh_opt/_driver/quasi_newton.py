@@ -312,6 +312,7 @@ class QuasiNewtonPhase:
         return rows
 
     def _wide_step(self, sign: float) -> Any:
+        """``+- W h_0``, made exact in ``x_0``'s precision."""
         width = active().quasi_newton.ROUGH_WIDTH
         x = self.x[0:1]
         return (x + sign * width * self._steps(0, 1)) - x

@@ -604,7 +604,7 @@ def method_from(parts: Any, x: Any, scale: float | None, *, noisy: bool, space: 
     space = parts.quasi_newton.space if space is None else space
     phase, region = parts.quasi_newton, parts.trust_region
     if (phase is not None and phase.steps) or (region is not None and region.steps):
-        parts.stopping.varied = True  # a step was taken: x0 is on no plateau
+        parts.stopping.values_varied()  # a step was taken: x0 is on no plateau
     parts.method, parts.method_options = build(
         parts.method_name, space.to_user(x), rng=parts.seeds, scale=scale,
         maxfev=parts.options["maxfev"] - parts.told, options=parts.requested, noisy=noisy,

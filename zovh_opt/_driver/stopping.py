@@ -295,6 +295,11 @@ class StoppingRules:
         """The stop of an ``ftol`` stall that the safeguard does not rescale."""
         return Stop(SUCCESS, FTOL_MESSAGE.format(window=self.options["ftol_window"]))
 
+    def values_varied(self) -> None:
+        """The run's values varied before the method's batches (a phase's or a region's
+        steps): a plateau the method meets is not ``x0``'s."""
+        self.varied = True
+
     def forget_windows(self) -> None:
         """After a restart: no window to compare with."""
         self.recent, self.previous_median = [], math.nan
