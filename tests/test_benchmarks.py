@@ -373,3 +373,13 @@ def test_mild_noise_models_and_the_solved_fractions(tmp_path):
     assert set(data["summary"]) == {f"{k}/{v}" for k in ("relative", "rough")
                                     for v in ("zovh", "COBYQA", "Nelder-Mead")}  # fmt: skip
     assert "returned, 1e-05" in (tmp_path / "mild-noise.md").read_text()
+
+
+def test_a_peer_whose_package_is_missing_is_left_out():
+    """A peer whose module is not installed is named and left out, not a crash mid-run (the
+    noise benchmark stopped with ModuleNotFoundError where noisyopt was missing)."""
+    from zovh_opt.benchmarks._common import not_installed
+
+    packages = {"SPSA": "no_such_module_zovh", "CMA-ES (NoiseHandler)": "numpy"}
+    solvers = ["zovh", "SPSA", "CMA-ES (NoiseHandler)", "Powell"]
+    assert not_installed(solvers, packages) == ["SPSA"]

@@ -1151,7 +1151,6 @@ def test_the_probe_leaves_a_smooth_phase_as_it_was(case):
     np.testing.assert_array_equal(np.asarray(probed.x), np.asarray(plain.x))
 
 
-
 @pytest.mark.parametrize("d", [2, 5, 20])
 def test_a_start_at_an_exact_zero_minimum_is_no_wall(d):
     """Rosenbrock's function from its minimum, ``f = 0`` (a least-squares fit restarted from

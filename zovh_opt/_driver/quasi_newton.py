@@ -219,9 +219,11 @@ class QuasiNewtonPhase:
             return 1
         if self._retrying:
             return len(self.retry)
-        return min(
-            active().quasi_newton.BLOCK - int(self._with_centre()), self.dim - self.measured
-        ) + int(self._with_centre()) + int(self._with_probe())
+        return (
+            min(active().quasi_newton.BLOCK - int(self._with_centre()), self.dim - self.measured)
+            + int(self._with_centre())
+            + int(self._with_probe())
+        )
 
     def _with_probe(self) -> bool:
         """Whether the pending ask ends with ``x - h_0 e_0`` (the first gradient where the

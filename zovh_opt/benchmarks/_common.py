@@ -29,6 +29,18 @@ PACKAGES = (
 )  # fmt: skip
 
 
+def not_installed(solvers: Sequence[str], packages: dict[str, str]) -> list[str]:
+    """The ``solvers`` whose module (``packages[solver]``; none listed: SciPy's or ours) is not
+    installed: a command leaves them out and its report says so."""
+    import importlib.util
+
+    return [
+        solver
+        for solver in solvers
+        if solver in packages and importlib.util.find_spec(packages[solver]) is None
+    ]
+
+
 class BudgetExhausted(Exception):
     """Raised by a budgeted objective of a peer comparison when its budget is spent."""
 

@@ -12,7 +12,6 @@ in full: ``docs/benchmarks/mild-noise.md``, *Protocol*.
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import math
 import warnings
 import zlib
@@ -20,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from ._common import Report, add_common_arguments, fmt, run_jobs
+from ._common import Report, add_common_arguments, fmt, not_installed, run_jobs
 
 NAME = "mild-noise"
 KINDS = ("relative", "rough", "gaussian", "uniform", "cauchy")
@@ -62,12 +61,6 @@ class MildlyNoisy:
         g = self.gap(x)
         self.gaps.append(g)
         return self.f_opt + self.noisy_gap(g, x)
-
-
-def available(solver: str) -> bool:
-    """Whether ``solver``'s package is installed."""
-    package = PACKAGES.get(solver)
-    return package is None or importlib.util.find_spec(package) is not None
 
 
 def _problem(s: dict[str, Any], function: int, instance: int, kind: str, seed: int) -> Any:
@@ -197,7 +190,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     s = settings(args)
-    missing = [solver for solver in s["solvers"] if not available(solver)]
+    missing = not_installed(s["solvers"], PACKAGES)
     s["solvers"] = [solver for solver in s["solvers"] if solver not in missing]
     title = f"Mild noise at d = {s['dim']}, {s['budget']} d"
     report = Report(args, NAME, title)

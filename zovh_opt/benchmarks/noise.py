@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from ._common import Report, add_common_arguments, fmt, run_jobs
+from ._common import Report, add_common_arguments, fmt, not_installed, run_jobs
 
 NAME = "noise"
 MODELS = ("gaussian", "uniform", "cauchy", "additive")
@@ -32,6 +32,7 @@ SOLVERS = (
     "SPSA",
     "zoar oracle",
 )
+PACKAGES = {"SPSA": "noisyopt", "CMA-ES (NoiseHandler)": "cma"}  # the peers' modules
 ORACLE_RATES = tuple(10.0**k for k in range(-6, 1))
 FLOOR = 1e-8  # gaps below this count as solved (COCO's final target)
 LEVEL = 0.1  # paired scores closer than this (a factor 1.26 in the gap) count as level
@@ -293,8 +294,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     s = settings(args)
+    missing = not_installed(s["solvers"], PACKAGES)
+    s["solvers"] = [solver for solver in s["solvers"] if solver not in missing]
     report = Report(args, NAME, f"Noisy bbob functions, d = {s['dim']}, {s['budget']} d")
     report.text(__doc__.split("\n\n", 1)[1])
+    if missing:
+        report.text(f"Left out (not installed): {', '.join(missing)}.")
     records = oracle(run_jobs(run_one, jobs_of(s), args.jobs, NAME))
     data = summary(records, s)
     header = ["noise model", *s["solvers"]]
