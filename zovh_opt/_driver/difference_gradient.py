@@ -1,0 +1,229 @@
+"""The quasi-Newton phase's gradients by forward differences, ask by ask (`QuasiNewtonPhase`).
+
+A gradient is ``d`` forward differences with steps ``sqrt(eps) max(|x_i|, l / sqrt(d))``
+made exact in ``x``'s precision, in asks of at most `BLOCK` points; its first ask measures
+the centre again where noise is not ruled out (a value that does not repeat ends the phase:
+noise); a coordinate whose forward value is not finite is measured backwards. At ``d <= 5``
+the first gradient also probes for ruggedness (theory page, *Mild noise at small d*, *The
+probe*). The steps and line searches: `zovh_opt._driver.quasi_newton`.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from .._noise.monitor import repeats
+from ..tuning import active
+
+__all__ = ["DifferenceGradient"]
+
+
+class DifferenceGradient:
+    """The gradient's asks and their values, mixed into `QuasiNewtonPhase`, whose state they
+    read and write: ``x``, ``fx`` (in the phase's unit), ``g``, ``measured``, ``retry``,
+    ``recheck``, ``centre_known``, ``probing``, ``wide``, ``caps``, ``eps``, ``length`` and
+    the phase's end (``ended``, ``noisy``, ``noise_values``); a complete gradient calls the
+    phase's ``_gradient_complete``."""
+
+    def _gradient_size(self) -> int:
+        """The points of a gradient's next ask (or of the probe's wide pair)."""
+        if self.wide is not None:
+            return 2
+        if self._retrying:
+            return len(self.retry)
+        return (
+            min(active().quasi_newton.BLOCK - int(self._with_centre()), self.dim - self.measured)
+            + int(self._with_centre())
+            + int(self._with_probe())
+        )
+
+    def _gradient_point(self, i: int) -> Any:
+        """Point ``i`` of a gradient's ask (module docstring), a new array in the phase's
+        namespace."""
+        if self.wide is not None:
+            return self._wide_points()[i]
+        row = self.xp.asarray(self.x, copy=True)
+        moved = self._moved(i)
+        if moved is not None:
+            j, sign = moved
+            row[j : j + 1] = self.x[j : j + 1] + self._steps(j, j + 1, sign)
+        return row
+
+    def _gradient_points(self) -> Any:
+        """A gradient's ask as one new ``(n, d)`` array in the phase's namespace (one copy of
+        ``x`` a row, where stacked rows take two)."""
+        if self.wide is not None:
+            return self.xp.stack(self._wide_points())
+        block = self.space.empty((self.size(), self.dim))
+        block[...] = self.x
+        if self._retrying:  # a few rows: each its own step
+            for i in range(block.shape[0]):
+                j, sign = self._moved(i)
+                block[i, j : j + 1] = self.x[j : j + 1] + self._steps(j, j + 1, sign)
+            return block
+        probe = int(self._with_probe())
+        n, centre, start = block.shape[0] - probe, int(self._with_centre()), self.measured
+        steps = self._steps(start, start + n - centre)  # the block's steps in one pass
+        for i in range(n - centre):
+            j = start + i
+            block[centre + i, j : j + 1] = self.x[j : j + 1] + steps[i : i + 1]
+        if probe:
+            block[n, 0:1] = self.x[0:1] + self._steps(0, 1, -1.0)
+        return block
+
+    def _tell_gradient(self, values: list[float]) -> bool:
+        """A gradient's values (in the phase's unit): the differences, the centre's repeat,
+        the backward retries and the probe; True when the gradient is complete."""
+        if self.wide is not None:
+            if self._noise_like(*values):
+                self.ended = "rugged"
+            self.wide = None
+            return False
+        if self._retrying:
+            return self._tell_backward(values)
+        probe = values.pop() if self._with_probe() else None
+        centre = self._with_centre()
+        self.probing = self.centre_known = False
+        if centre:
+            value, values = values[0], values[1:]
+            if math.isnan(self.fx):
+                self.fx = self.f_start = value
+            elif not repeats(value, self.fx, self.eps):  # (shifts a difference by 64 eps f / h)
+                self.noisy, self.ended = True, "noise"
+                self.noise_values = [self.fx * self.f_unit, value * self.f_unit]
+                if self.previous is not None and max(value, self.fx) >= self.f_start:
+                    self.x = self.start  # both values here above x0's: no confirmed progress
+                return False
+        start, n = self.measured, len(values)
+        failed = [start + i for i, v in enumerate(values) if not math.isfinite(v)]
+        if (
+            not math.isfinite(self.fx)
+            or len(self.retry) + len(failed) > active().quasi_newton.MAX_RETRIES
+        ):
+            self.ended = "non-finite values"
+            return False
+        self.retry += failed  # (their differences are 0 until measured backwards)
+        differences = [v - self.fx if math.isfinite(v) else 0.0 for v in values]
+        differences = self.space.from_host(differences)
+        self.g[start : start + n] = differences / self._steps(start, start + n)
+        self.measured += n
+        if self.measured < self.dim or self.retry:
+            return False
+        complete = self._gradient_complete()
+        if probe is not None and self._rough(values[0], probe) and not self.done:
+            self.wide = abs(values[0] + probe - 2.0 * self.fx)
+            self.wide = max(self.wide, float(self.xp.max(self.xp.abs(self._first()))))
+        return complete
+
+    @property
+    def difference_step(self) -> float:
+        """``h``: the largest of the phase's difference steps at its point (`_steps`)."""
+        if self.caps is not None:
+            return float(self.xp.max(self.xp.minimum(self._unrounded_steps(self.x), self.caps)))
+        largest = float(self.xp.max(self.xp.abs(self.x)))
+        return math.sqrt(self.eps) * max(largest, self._step_floor)
+
+    @property
+    def _step_floor(self) -> float:
+        """The smallest ``|x_j|`` a difference step scales with: ``l / sqrt(d)``."""
+        return self.length / math.sqrt(self.dim)
+
+    @property
+    def _retrying(self) -> bool:
+        """Whether the pending ask measures backwards the coordinates whose forward value
+        was not finite (the gradient's forward values are all in)."""
+        return not self.searching and self.measured == self.dim and bool(self.retry)
+
+    def _with_centre(self) -> bool:
+        """Whether the pending ask starts with the centre (a gradient's first ask, when
+        ``f(x)`` is unknown or rechecked)."""
+        again = self.recheck and not self.centre_known
+        return not self.searching and self.measured == 0 and (again or math.isnan(self.fx))
+
+    def _with_probe(self) -> bool:
+        """Whether the pending ask ends with ``x - h_0 e_0`` (the first gradient where the
+        phase probes and the whole gradient fits one ask)."""
+        whole = self.dim + 2 <= active().quasi_newton.BLOCK
+        return self.probing and whole and not self.searching and self.measured == 0
+
+    def _steps(self, start: int, stop: int, sign: float = 1.0) -> Any:
+        """The difference steps of coordinates ``start:stop``, made exact in ``x``'s
+        precision (``(x + h) - x``; with ``sign = -1`` the backward ones, ``(x - h) - x``)."""
+        xp, x = self.xp, self.x[start:stop]
+        h = self._unrounded_steps(x)
+        if self.caps is not None:
+            h = xp.minimum(h, self.caps[start:stop])
+        return (x + sign * h) - x
+
+    def _unrounded_steps(self, x: Any) -> Any:
+        return math.sqrt(self.eps) * self.xp.maximum(
+            self.xp.abs(x), self.xp.full_like(x, self._step_floor)
+        )
+
+    def _moved(self, i: int) -> tuple[int, float] | None:
+        """The coordinate that row ``i`` of a gradient ask moves, and the direction (``-1``:
+        backwards, after a failed value); ``None`` for the centre."""
+        if self._retrying:
+            return self.retry[i], -1.0
+        if self._with_probe() and i == self.size() - 1:
+            return 0, -1.0
+        j = self.measured + i - int(self._with_centre())
+        return (j, 1.0) if j >= self.measured else None
+
+    def _wide_points(self) -> list[Any]:
+        """``x + W h_0 e_0`` and ``x - W h_0 e_0`` (``W`` = `ROUGH_WIDTH`), new arrays."""
+        rows = []
+        for sign in (1.0, -1.0):
+            row = self.xp.asarray(self.x, copy=True)
+            row[0:1] = self.x[0:1] + self._wide_step(sign)
+            rows.append(row)
+        return rows
+
+    def _wide_step(self, sign: float) -> Any:
+        """``+- W h_0``, made exact in ``x_0``'s precision."""
+        width = active().quasi_newton.ROUGH_WIDTH
+        x = self.x[0:1]
+        return (x + sign * width * self._steps(0, 1)) - x
+
+    def _first(self) -> Any:
+        """The first gradient's first differences ``f(x + h_j e_j) - f(x)``."""
+        return self.g * self._steps(0, self.dim)
+
+    def _rough(self, forward: float, backward: float) -> bool:
+        """Whether ``f`` is rugged at the differences' scale: the second difference
+        ``f(x + h e_0) + f(x - h e_0) - 2 f(x)`` above `ROUGH_FLOOR` eps ``|f|`` (a smooth
+        ``f`` gives ``h^2 f''``, about eps ``|f|``) and above `ROUGH_SHARE` of the largest first
+        difference (a smooth ``f`` gives ``h f'' / f'`` of it, about ``sqrt(eps)``): the
+        gradient then reads the ruggedness, not a slope (Moré and Wild's noise estimate at
+        its smallest; theory page, *Mild noise at small d*)."""
+        rules = active().quasi_newton
+        if not (math.isfinite(forward) and math.isfinite(backward)):
+            return False
+        second = abs(forward + backward - 2.0 * self.fx)
+        scale = max(abs(forward), abs(backward), abs(self.fx))
+        first = float(self.xp.max(self.xp.abs(self._first())))
+        return second > rules.ROUGH_FLOOR * self.eps * scale and second > rules.ROUGH_SHARE * first
+
+    def _noise_like(self, forward: float, backward: float) -> bool:
+        """Whether the ruggedness the probe read (``wide``, the larger of its second and first
+        differences) is noise-like: the second difference at ``W h`` (``W`` = `ROUGH_WIDTH`)
+        at most `ROUGH_GROWTH` times it. Noise, a solver's tolerance, keeps its amplitude at
+        every step; a function rugged at every scale (Katsuura's) grows with the step, about
+        ``W`` times, and a smooth ``f`` at a stationary point ``W^2`` times (theory page,
+        *Mild noise at small d*, *The probe*)."""
+        if not (math.isfinite(forward) and math.isfinite(backward)):
+            return False
+        second = abs(forward + backward - 2.0 * self.fx)
+        return second <= active().quasi_newton.ROUGH_GROWTH * self.wide
+
+    def _tell_backward(self, values: list[float]) -> bool:
+        """The values at ``x - h_j e_j`` of the coordinates ``j`` whose forward value failed:
+        their backward differences, or the end of the phase where one fails again."""
+        if not all(math.isfinite(v) for v in values):
+            self.ended = "non-finite values"
+            return False
+        for j, v in zip(self.retry, values, strict=True):
+            self.g[j : j + 1] = self.space.from_host([v - self.fx]) / self._steps(j, j + 1, -1.0)
+        self.retry = []
+        return self._gradient_complete()
