@@ -103,6 +103,9 @@ class TrustRegionPhase:
         self.steps = 0
         self.nfev = 0
         self.ended: str | None = None
+        self.quiet = 0  # failed steps in a row within the noise (`_below_noise`)
+        self.level = self.noise  # the noise near the centre, as its last check measured it
+        self.checking = False  # the pending ask measures the centre again (`_check_noise`)
 
     @property
     def done(self) -> bool:
@@ -141,6 +144,9 @@ class TrustRegionPhase:
         the ratio of the step's actual to predicted decrease."""
         asked, self.pending = self.pending, []
         self.nfev += len(asked)
+        if self.checking:
+            self._check_noise(values)
+            return
         before = self.fu
         for u, value in zip(asked, values, strict=True):
             if not math.isfinite(value):
@@ -167,6 +173,33 @@ class TrustRegionPhase:
                 self.pending = [self._geometry_point()]
         if self.radius < rules.END_RADIUS:
             self.ended = "radius"
+        elif not self.pending and self._below_noise(ratio, before - value):
+            self.checking, self.pending = True, [self.u.copy()] * rules.NOISE_CHECK
+
+    def _below_noise(self, ratio: float, change: float) -> bool:
+        """Whether `NOISE_STEPS` steps in a row of a noisy region failed (``ratio`` below
+        `SHRINK_RATIO`) by a ``change`` of ``f`` within `NOISE_STEPS` times the noise near the
+        centre (``level``: ``x0``'s, until a check measured it): the steps then judge the
+        noise, not ``f``, and the model's slope is the noise over the radius."""
+        rules = active().trust_region
+        if not self.noisy or not self.level > 0:
+            return False
+        failed = ratio < rules.SHRINK_RATIO and abs(change) < rules.NOISE_STEPS * self.level
+        self.quiet = self.quiet + 1 if failed else 0
+        return self.quiet >= rules.NOISE_STEPS
+
+    def _check_noise(self, values: list[float]) -> None:
+        """The centre's fresh values: where their spread is still `NOISE_KEPT` of ``level`` or
+        more (noise that stays while ``f`` falls: additive) the region ends and the method,
+        whose batches average it, takes over; else (noise that fell with ``f``: relative) the
+        region goes on with their spread as the noise near the centre."""
+        self.checking, self.quiet = False, 0
+        finite = [v for v in values if math.isfinite(v)]
+        here = float(np.std(finite, ddof=1)) if len(finite) > 1 else math.nan
+        if not here < active().trust_region.NOISE_KEPT * self.level:
+            self.ended = "noise"
+            return
+        self.level = here
 
     def _next(self) -> None:
         """The model at the centre and its step, or a shrink where it predicts no decrease."""
@@ -251,7 +284,8 @@ class TrustRegionPhase:
             "pending": np.array(self.pending).reshape(-1, self.dim),
             "predicted": self.predicted, "step_length": self.step_length,
             "steps": self.steps, "nfev": self.nfev, "ended": self.ended, "noisy": self.noisy,
-            "good_radius": self.good_radius,
+            "good_radius": self.good_radius, "quiet": self.quiet, "checking": self.checking,
+            "level": self.level,
         }  # fmt: skip
 
     @classmethod
@@ -271,4 +305,7 @@ class TrustRegionPhase:
         phase.ended = None if state["ended"] is None else str(state["ended"])
         phase.noisy = bool(state["noisy"])
         phase.good_radius = float(state["good_radius"])
+        phase.quiet = int(state.get("quiet", 0))  # (none before the noise check)
+        phase.checking = bool(state.get("checking", False))
+        phase.level = float(state.get("level", phase.noise))
         return phase
