@@ -146,9 +146,10 @@ class TrustRegion:
     REACH: float = 10.0
     # the value and slope columns of the fit scaled up so that their coefficients go unpenalised
     FREE: float = 1e3
-    # after this many failed steps in a row that changed f by less than this many noises the
+    # after this many failed steps in a row that changed f by less than NOISE_CHANGE noises the
     # centre is measured again
     NOISE_STEPS: int = 3
+    NOISE_CHANGE: float = 3.0
     # ... this many times
     NOISE_CHECK: int = 3
     # ... and where their spread kept this share of the noise, the region hands over to the method

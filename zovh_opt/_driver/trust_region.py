@@ -18,6 +18,7 @@ from typing import Any
 
 import numpy as np
 
+from .._noise.samples import sample_std
 from ..tuning import active
 
 __all__ = ["TrustRegionPhase", "step_in_ball"]
@@ -178,13 +179,13 @@ class TrustRegionPhase:
 
     def _below_noise(self, ratio: float, change: float) -> bool:
         """Whether `NOISE_STEPS` steps in a row of a noisy region failed (``ratio`` below
-        `SHRINK_RATIO`) by a ``change`` of ``f`` within `NOISE_STEPS` times the noise near the
+        `SHRINK_RATIO`) by a ``change`` of ``f`` within `NOISE_CHANGE` times the noise near the
         centre (``level``: ``x0``'s, until a check measured it): the steps then judge the
         noise, not ``f``, and the model's slope is the noise over the radius."""
         rules = active().trust_region
         if not self.noisy or not self.level > 0:
             return False
-        failed = ratio < rules.SHRINK_RATIO and abs(change) < rules.NOISE_STEPS * self.level
+        failed = ratio < rules.SHRINK_RATIO and abs(change) < rules.NOISE_CHANGE * self.level
         self.quiet = self.quiet + 1 if failed else 0
         return self.quiet >= rules.NOISE_STEPS
 
@@ -194,8 +195,7 @@ class TrustRegionPhase:
         whose batches average it, takes over; else (noise that fell with ``f``: relative) the
         region goes on with their spread as the noise near the centre."""
         self.checking, self.quiet = False, 0
-        finite = [v for v in values if math.isfinite(v)]
-        here = float(np.std(finite, ddof=1)) if len(finite) > 1 else math.nan
+        here = sample_std(values)  # (not model points: they would weigh the centre's value)
         if not here < active().trust_region.NOISE_KEPT * self.level:
             self.ended = "noise"
             return
