@@ -106,14 +106,80 @@ class BuildChoices:
         return cls
 
 
-class AskTellMethod(BuildChoices, PendingPoints):
+class MethodState:
+    """A method's checkpoint (`AskTellMethod`'s part that turns what changes during a run into
+    plain data and arrays, and back); subclasses that keep more extend ``state`` and
+    ``load_state``."""
+
+    def state(self) -> dict[str, Any]:
+        """Everything that changes during a run, as plain data and arrays (a checkpoint's
+        part for this method; the options and the direction source are stored beside it)."""
+        return {
+            "x": self._x,
+            "scale": self.scale,
+            "learning_rate": self._rate,
+            "smoothing": self.smoothing,
+            "control": None if self.control is None else self.control.state(),
+            "centre": None if self.control is None else self._centre,
+            "step_length": self._step_length,
+            "nit": self.nit,
+            "nfev": self.nfev,
+            "amplification": self.amplification,
+            "rejected_steps": self.rejected_steps,
+            "robust": self.robust,
+            "asked": self._asked,
+            "rows": None if self._rows is None else [self._rows[0], self._rows[1].shape[0]],
+        }
+
+    def load_state(self, state: dict[str, Any]) -> None:
+        """Continue from a `state` of a method built with the same options and source."""
+        self._x = self.vector(state["x"])
+        if (state["control"] is None) != (self.control is None):
+            raise ValueError("the step rule of the state and of the options disagree")
+        if "scale" in state:  # checkpoints written before it was kept
+            self.scale = positive_real("scale", state["scale"])
+        elif self.control is not None:
+            self.scale = positive_real("scale", state["control"]["scale"])
+        if self.control is None:
+            self._rate = positive_real("learning_rate", state["learning_rate"])
+        else:
+            self.control.load_state(state["control"])
+            self._centre = self.vector(state["centre"])
+        self.smoothing = positive_real("smoothing", state["smoothing"])
+        self._step_length = float(state["step_length"])
+        self.nit, self.nfev = int(state["nit"]), int(state["nfev"])
+        self.amplification = float(state["amplification"])
+        self.rejected_steps = int(state["rejected_steps"])
+        self.robust = bool(state.get("robust", False))  # checkpoints before it: never
+        self._asked = bool(state["asked"])
+        rows = state["rows"]
+        self._rows = None if rows is None else (int(rows[0]), self._draw_rows(*rows))
+        self._check_pending()
+
+    def _check_pending(self) -> None:
+        """Raise ``ValueError`` if a loaded pending ask has no directions, or the reverse."""
+        if self._asked != (self._rows is not None):
+            raise ValueError("the pending ask and its directions disagree")
+
+    def vector(self, host: Any) -> Any:
+        """A ``(d,)`` host array of a checkpoint as a compute array (checked); ``None`` as
+        it is."""
+        if host is None:
+            return None
+        if host.shape != (self.space.dim,):
+            raise ValueError(f"expected shape ({self.space.dim},), got {host.shape}")
+        return self.space.from_numpy(host)
+
+
+class AskTellMethod(BuildChoices, PendingPoints, MethodState):
     """Base class of the optimizers: explicit state and one ``ask``/``tell`` step.
 
     ``ask()`` returns the points to evaluate as an ``(n_points, d)`` array in the namespace,
     dtype and device of ``x0``; ``tell(values)`` takes their function values (``(n_points,)``)
     and moves the iterate. ``minimize`` drives exactly this loop; users can drive it themselves.
 
-    The choice of options before a run is built is `BuildChoices`' job. Subclasses set
+    The choice of options before a run is built is `BuildChoices`' job, the checkpoint
+    `MethodState`'s. Subclasses set
     ``name``, ``options`` (name -> `Option`) and implement ``_prepare`` (draw the directions
     of the next ask), ``_layout`` (the pending points as directions and
     scales, from which `pending_points` and `pending_point` make them bit for bit), ``_tell``
@@ -425,67 +491,6 @@ class AskTellMethod(BuildChoices, PendingPoints):
     def estimates(self) -> dict[str, Any]:
         """Extra fields for the result (``jac``, ``hess_inv``) from the latest queries."""
         return {}
-
-    # checkpoints --------------------------------------------------------------------------
-
-    def state(self) -> dict[str, Any]:
-        """Everything that changes during a run, as plain data and arrays (a checkpoint's
-        part for this method; the options and the direction source are stored beside it)."""
-        return {
-            "x": self._x,
-            "scale": self.scale,
-            "learning_rate": self._rate,
-            "smoothing": self.smoothing,
-            "control": None if self.control is None else self.control.state(),
-            "centre": None if self.control is None else self._centre,
-            "step_length": self._step_length,
-            "nit": self.nit,
-            "nfev": self.nfev,
-            "amplification": self.amplification,
-            "rejected_steps": self.rejected_steps,
-            "robust": self.robust,
-            "asked": self._asked,
-            "rows": None if self._rows is None else [self._rows[0], self._rows[1].shape[0]],
-        }
-
-    def load_state(self, state: dict[str, Any]) -> None:
-        """Continue from a `state` of a method built with the same options and source."""
-        self._x = self.vector(state["x"])
-        if (state["control"] is None) != (self.control is None):
-            raise ValueError("the step rule of the state and of the options disagree")
-        if "scale" in state:  # checkpoints written before it was kept
-            self.scale = positive_real("scale", state["scale"])
-        elif self.control is not None:
-            self.scale = positive_real("scale", state["control"]["scale"])
-        if self.control is None:
-            self._rate = positive_real("learning_rate", state["learning_rate"])
-        else:
-            self.control.load_state(state["control"])
-            self._centre = self.vector(state["centre"])
-        self.smoothing = positive_real("smoothing", state["smoothing"])
-        self._step_length = float(state["step_length"])
-        self.nit, self.nfev = int(state["nit"]), int(state["nfev"])
-        self.amplification = float(state["amplification"])
-        self.rejected_steps = int(state["rejected_steps"])
-        self.robust = bool(state.get("robust", False))  # checkpoints before it: never
-        self._asked = bool(state["asked"])
-        rows = state["rows"]
-        self._rows = None if rows is None else (int(rows[0]), self._draw_rows(*rows))
-        self._check_pending()
-
-    def _check_pending(self) -> None:
-        """Raise ``ValueError`` if a loaded pending ask has no directions, or the reverse."""
-        if self._asked != (self._rows is not None):
-            raise ValueError("the pending ask and its directions disagree")
-
-    def vector(self, host: Any) -> Any:
-        """A ``(d,)`` host array of a checkpoint as a compute array (checked); ``None`` as
-        it is."""
-        if host is None:
-            return None
-        if host.shape != (self.space.dim,):
-            raise ValueError(f"expected shape ({self.space.dim},), got {host.shape}")
-        return self.space.from_numpy(host)
 
     # helpers for subclasses ---------------------------------------------------------------
 
