@@ -105,15 +105,14 @@ class DifferenceGradient:
             return False
         self.retry += failed  # (their differences are 0 until measured backwards)
         differences = [v - self.fx if math.isfinite(v) else 0.0 for v in values]
-        differences = self.space.from_host(differences)
-        self.g[start : start + n] = differences / self._steps(start, start + n)
+        steps = self._steps(start, start + n)
+        self.g[start : start + n] = self.space.from_host(differences) / steps
         self.measured += n
         if self.measured < self.dim or self.retry:
             return False
         complete = self._gradient_complete()
-        if probe is not None and self._rough(values[0], probe) and not self.done:
-            self.wide = abs(values[0] + probe - 2.0 * self.fx)
-            self.wide = max(self.wide, float(self.xp.max(self.xp.abs(self._first()))))
+        if probe is not None and not self.done:  # (the probe's ask held the whole gradient)
+            self.wide = self._ruggedness(values[0], probe, max(map(abs, differences)))
         return complete
 
     @property
@@ -186,24 +185,25 @@ class DifferenceGradient:
         x = self.x[0:1]
         return (x + sign * width * self._steps(0, 1)) - x
 
-    def _first(self) -> Any:
-        """The first gradient's first differences ``f(x + h_j e_j) - f(x)``."""
-        return self.g * self._steps(0, self.dim)
-
-    def _rough(self, forward: float, backward: float) -> bool:
-        """Whether ``f`` is rugged at the differences' scale: the second difference
-        ``f(x + h e_0) + f(x - h e_0) - 2 f(x)`` above `ROUGH_FLOOR` eps ``|f|`` (a smooth
-        ``f`` gives ``h^2 f''``, about eps ``|f|``) and above `ROUGH_SHARE` of the largest first
-        difference (a smooth ``f`` gives ``h f'' / f'`` of it, about ``sqrt(eps)``): the
-        gradient then reads the ruggedness, not a slope (Moré and Wild's noise estimate at
-        its smallest; theory page, *Mild noise at small d*)."""
-        rules = active().quasi_newton
+    def _second(self, forward: float, backward: float) -> float:
+        """``|f(x + s e_0) + f(x - s e_0) - 2 f(x)|`` (``nan`` where a value failed)."""
         if not (math.isfinite(forward) and math.isfinite(backward)):
-            return False
-        second = abs(forward + backward - 2.0 * self.fx)
+            return math.nan
+        return abs(forward + backward - 2.0 * self.fx)
+
+    def _ruggedness(self, forward: float, backward: float, first: float) -> float | None:
+        """The ruggedness the probe reads, the larger of its second difference and the
+        largest first difference ``first``, where ``f`` is rugged at the differences' scale:
+        the second difference ``f(x + h e_0) + f(x - h e_0) - 2 f(x)`` above `ROUGH_FLOOR` eps
+        ``|f|`` (a smooth ``f`` gives ``h^2 f''``, about eps ``|f|``) and above `ROUGH_SHARE`
+        of ``first`` (a smooth ``f`` gives ``h f'' / f'`` of it, about ``sqrt(eps)``): the
+        gradient then reads the ruggedness, not a slope (Moré and Wild's noise estimate at
+        its smallest; theory page, *Mild noise at small d*). ``None`` where it is not."""
+        rules = active().quasi_newton
+        second = self._second(forward, backward)
         scale = max(abs(forward), abs(backward), abs(self.fx))
-        first = float(self.xp.max(self.xp.abs(self._first())))
-        return second > rules.ROUGH_FLOOR * self.eps * scale and second > rules.ROUGH_SHARE * first
+        rough = second > rules.ROUGH_FLOOR * self.eps * scale and second > rules.ROUGH_SHARE * first
+        return max(second, first) if rough else None
 
     def _noise_like(self, forward: float, backward: float) -> bool:
         """Whether the ruggedness the probe read (``wide``, the larger of its second and first
@@ -212,10 +212,7 @@ class DifferenceGradient:
         every step; a function rugged at every scale (Katsuura's) grows with the step, about
         ``W`` times, and a smooth ``f`` at a stationary point ``W^2`` times (theory page,
         *Mild noise at small d*, *The probe*)."""
-        if not (math.isfinite(forward) and math.isfinite(backward)):
-            return False
-        second = abs(forward + backward - 2.0 * self.fx)
-        return second <= active().quasi_newton.ROUGH_GROWTH * self.wide
+        return self._second(forward, backward) <= active().quasi_newton.ROUGH_GROWTH * self.wide
 
     def _tell_backward(self, values: list[float]) -> bool:
         """The values at ``x - h_j e_j`` of the coordinates ``j`` whose forward value failed:

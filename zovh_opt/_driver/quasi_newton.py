@@ -50,7 +50,7 @@ class QuasiNewtonPhase(DifferenceGradient):
         The longest difference step of each coordinate (`Coordinates.difference_caps`).
     probe : bool, optional
         Whether the first gradient also measures ``x - h_0 e_0``, whose second difference
-        tells a rugged ``f`` from a smooth one (`_rough`), and where it reads ruggedness,
+        tells a rugged ``f`` from a smooth one (`_ruggedness`), and where it reads ruggedness,
         ``x +- ROUGH_WIDTH h_0 e_0`` too, which tell noise-like ruggedness from a function
         rugged at every scale (`_noise_like`); the phase then ends ``"rugged"``.
     """
@@ -86,7 +86,7 @@ class QuasiNewtonPhase(DifferenceGradient):
         self.skipped = 0  # steps in a row skipped that fell at least linearly (`SKIPPED_PAIRS`)
         self.ratio = math.nan  # the last step's decrease over the one its slope predicted
         self.searching = False  # False: measuring a gradient; True: a line search
-        self.probing = bool(probe)  # the first gradient measures x - h_0 e_0 too (`_rough`)
+        self.probing = bool(probe)  # the first gradient measures x - h_0 e_0 too (`_ruggedness`)
         self.wide: float | None = None  # the ruggedness it read, until x +- W h_0 e_0 are in
         self.measured = 0  # coordinates of the gradient measured so far
         self.retry: list[int] = []  # coordinates whose forward value failed: measured backwards
@@ -160,7 +160,7 @@ class QuasiNewtonPhase(DifferenceGradient):
 
     @property
     def rugged(self) -> bool:
-        """Whether the phase found ``f`` rugged: its probe's second difference (`_rough`), or
+        """Whether the phase found ``f`` rugged: its probe's second difference (`_ruggedness`), or
         convergence with every accepted step within the ruggedness' reach (at most
         ``h / ARMIJO``) and the first one's decrease unlike a smooth ``f``'s, below
         `STALLED_RATIO` of its slope's prediction (`stalled`) or above its inverse (a smooth
