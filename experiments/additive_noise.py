@@ -1,17 +1,18 @@
 """Additive noise at small d: the default against the method alone (no trust region).
 
 A sphere ``|x - 1.5|^2 + 1`` from 0 (12.25 above its minimum) plus Gaussian noise of standard
-deviation 0.1, 0.3 and 0.6, 2000 evaluations, seeds 0-7; the median and largest noise-free
-gap of the returned point, the default's and with the region off (``TrustRegion.MILD = 0``).
-Quoted on the theory page, *Noise that stays as f falls*.
+deviation 0.1, 0.3 and 0.6, ``400 d`` evaluations, seeds 0-7 (``--seeds N``: 0 to N-1); the
+median and largest (with more than 8 seeds: the 90th percentile) noise-free gap of the
+returned point, the default's and with the region off (``TrustRegion.MILD = 0``). Quoted on
+the theory page, *Noise that stays as f falls*.
 
-    python experiments/additive_noise.py        (about a minute)
+    python experiments/additive_noise.py [--seeds N] [d ...]     (20 s; 24 seeds: a minute)
 """
 
 from __future__ import annotations
 
+import argparse
 import dataclasses
-import sys
 
 import numpy as np
 
@@ -23,10 +24,10 @@ REGION_OFF = dataclasses.replace(
 )
 
 
-def gaps(sigma: float, d: int, settings: tuning.Tuning) -> list[float]:
+def gaps(sigma: float, d: int, settings: tuning.Tuning, seeds: int) -> list[float]:
     out = []
     with tuning.using(settings):
-        for seed in range(8):
+        for seed in range(seeds):
             noise = np.random.default_rng(100 + seed)
 
             def f(x, noise=noise):
@@ -37,13 +38,23 @@ def gaps(sigma: float, d: int, settings: tuning.Tuning) -> list[float]:
     return out
 
 
+def worst(values: list[float]) -> float:
+    """The largest of up to 8 gaps, else their 90th percentile."""
+    return float(max(values) if len(values) <= 8 else np.quantile(values, 0.9))
+
+
 if __name__ == "__main__":
-    dims = [int(v) for v in sys.argv[1:]] or [2, 3, 5]
-    print(" d  noise   default: median  largest   region off: median  largest")
-    for d in dims:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("dims", nargs="*", type=int, default=[2, 3, 5])
+    parser.add_argument("--seeds", type=int, default=8)
+    args = parser.parse_args()
+    tail = "largest" if args.seeds <= 8 else "    p90"
+    print(f" d  noise   default: median  {tail}   region off: median  {tail}")
+    for d in args.dims:
         for sigma in (0.1, 0.3, 0.6):
-            a, b = gaps(sigma, d, tuning.DEFAULT), gaps(sigma, d, REGION_OFF)
+            a = gaps(sigma, d, tuning.DEFAULT, args.seeds)
+            b = gaps(sigma, d, REGION_OFF, args.seeds)
             print(
-                f"{d:2d}  {sigma:5.1f}   {np.median(a):15.1e}  {max(a):7.1e}"
-                f"   {np.median(b):18.1e}  {max(b):7.1e}"
+                f"{d:2d}  {sigma:5.1f}   {np.median(a):15.1e}  {worst(a):7.1e}"
+                f"   {np.median(b):18.1e}  {worst(b):7.1e}"
             )
