@@ -15,7 +15,7 @@ import numpy as np
 from zovh_opt._driver.trust_region import TrustRegionPhase
 
 if __name__ == "__main__":
-    for d in (2, 5):
+    for d in (2, 5, 10):
         rng = np.random.default_rng(0)
 
         def f(x, rng=rng):

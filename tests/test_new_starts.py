@@ -294,7 +294,8 @@ def test_a_noisy_objective_starts_again_only_with_a_tolerance_given():
     """Once noise is known the tolerances left ``"auto"`` go: the first run spends
     ``maxfev`` (all but less than one of the method's iterations, after the trust region
     that the mild noise takes at d = 5) and no new start follows; with an ``xtol`` given it
-    converges and one does."""
+    converges and one does (``xtol = 0.03``: where the region ends at its radius, the noisy
+    method meets ``0.01`` at the end of the budget or not at all)."""
     noise = np.random.default_rng(0)
 
     def sphere(x):
@@ -304,7 +305,7 @@ def test_a_noisy_objective_starts_again_only_with_a_tolerance_given():
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         plain = zovh_opt.minimize(sphere, np.full(5, 3.0), rng=0, options=options)
-        given = zovh_opt.minimize(sphere, np.full(5, 3.0), rng=0, options={**options, "xtol": 0.01})
+        given = zovh_opt.minimize(sphere, np.full(5, 3.0), rng=0, options={**options, "xtol": 0.03})
     assert [run["status"] for run in plain.runs] == [1] and 6000 - 40 < plain.nfev <= 6000
     assert len(given.runs) > 1 and given.runs[0]["status"] == 0
 

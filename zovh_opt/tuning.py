@@ -59,8 +59,8 @@ class Dimensions:
     # "auto" learns a full model up to this d, a diagonal one above
     FULL_MODEL_MAX_DIMENSION: int = 40
     # up to this d a mildly noisy run starts with the model-based trust region ((d + 1)(d + 2) / 2
-    # unknowns; at d = 10 it lost more under bbob-noisy's uniform model than it gained)
-    TRUST_REGION_MAX_DIMENSION: int = 5
+    # unknowns, 66 at d = 10; at d = 20 its first fits would interpolate 231)
+    TRUST_REGION_MAX_DIMENSION: int = 10
 
 
 @dataclasses.dataclass(frozen=True)
@@ -146,6 +146,8 @@ class TrustRegion:
     REACH: float = 10.0
     # the value and slope columns of the fit scaled up so that their coefficients go unpenalised
     FREE: float = 1e3
+    # an underdetermined fit's Hessian change is penalised by this many noises over the values' rms
+    DAMPING: float = 3.0
     # after this many failed steps in a row that changed f by less than NOISE_CHANGE noises the
     # centre is measured again
     NOISE_STEPS: int = 3

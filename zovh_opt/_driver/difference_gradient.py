@@ -3,7 +3,7 @@
 A gradient is ``d`` forward differences with steps ``sqrt(eps) max(|x_i|, l / sqrt(d))``
 made exact in ``x``'s precision, in asks of at most `BLOCK` points; its first ask measures
 the centre again where noise is not ruled out (a value that does not repeat ends the phase:
-noise); a coordinate whose forward value is not finite is measured backwards. At ``d <= 5``
+noise); a coordinate whose forward value is not finite is measured backwards. At ``d <= 10``
 the first gradient also probes for ruggedness (theory page, *Mild noise at small d*, *The
 probe*). The steps and line searches: `zovh_opt._driver.quasi_newton`.
 """

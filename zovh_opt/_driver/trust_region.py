@@ -1,8 +1,9 @@
 """A model-based trust region for a mildly noisy objective at small d, before the method.
 
 Every value it is given updates a quadratic model of ``f``: least squares over the nearest
-points, the Hessian changed as little as the points allow (Powell's least-change idea), so
-each evaluation teaches the model what a batch of pairs teaches the method. Its step
+points, the Hessian changed as little as the points allow (Powell's least-change idea; in a
+noisy run a fit with fewer points than unknowns also weighs that change against the noise),
+so each evaluation teaches the model what a batch of pairs teaches the method. Its step
 minimises the model within a radius that the ratio of actual to predicted decrease grows and
 shrinks; where a shrink would leave too few well-spread points near the centre, a geometry
 point comes first. Its first radius is `RADIUS` ``|x0_j|`` along each coordinate (1 where
@@ -249,12 +250,32 @@ class TrustRegionPhase:
         free = active().trust_region.FREE  # the value and slope columns: barely penalised
         a = np.hstack([free * np.ones((near.size, 1)), free * s, quadratic])
         weights = 1.0 / (1.0 + (distance[near] / radius) ** 2)
-        solution = np.linalg.lstsq(a * weights[:, None], rest * weights, rcond=None)[0]
+        rows, rhs = a * weights[:, None], rest * weights
+        if near.size < unknowns:
+            rows, rhs = self._damped(rows, rhs)
+        solution = np.linalg.lstsq(rows, rhs, rcond=None)[0]
         change = np.zeros((d, d))
         change[iu] = solution[d + 1 :]
         change = change + change.T - np.diag(np.diag(change))
         self.hessian = self.hessian + change / (radius * radius)
         return free * solution[1 : d + 1] / radius, self.hessian
+
+    def _damped(self, rows: np.ndarray, rhs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """An underdetermined fit's rows with a penalty on the Hessian's change in a noisy run:
+        with fewer points than unknowns the fit interpolates them and their noise goes into
+        the change (at d = 10 the Hessian of a noisy sphere reached eigenvalues of -47 and 69
+        against its 2); rows of `DAMPING` times the noise over the values' spread on the change's
+        coefficients leave a change within the noise unfitted. The noise: ``level``, scaled by
+        ``|f|`` at the centre over ``|f|`` at the start where that fell (relative noise)."""
+        damping = active().trust_region.DAMPING
+        if not self.noisy or not self.level > 0 or not damping > 0:
+            return rows, rhs
+        spread = float(np.sqrt(np.mean(rhs**2)))
+        noise = self.level * min(1.0, abs(self.fu) / max(abs(self.f_start), 1e-300))
+        penalty = damping * noise / max(spread, 1e-300)
+        changes = rows.shape[1] - self.dim - 1
+        penalty_rows = np.hstack([np.zeros((changes, self.dim + 1)), penalty * np.eye(changes)])
+        return np.vstack([rows, penalty_rows]), np.concatenate([rhs, np.zeros(changes)])
 
     def _close(self) -> np.ndarray:
         """The offsets from the centre of the points within twice the radius, over it."""
