@@ -3,8 +3,8 @@
 ``TrustRegionPhase`` driven directly (no run around it) on ``|x - c|^2 (1 + 1e-3 N)``, ``c``
 uniform in ``[-4, 4]^d``, from 0; for seeds 0-3 at d = 5 and 10, the gap over ``|c|^2`` at
 ``5 d``, ``10 d`` and ``20 d`` evaluations, and the model Hessian's lowest and highest
-eigenvalues at ``5 d`` (the sphere's: 2 and 2). Quoted on the theory page, *Mild noise at small
-d: a model-based trust region*.
+eigenvalues at ``5 d`` (the sphere's: 2 and 2). Quoted on the theory page, *The region at d =
+10, its fit damped*.
 
     python experiments/trust_region_sphere.py        (a few seconds)
 """
