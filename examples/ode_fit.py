@@ -17,7 +17,7 @@ the run ends at about 1e4.
 
 ``--tolerance`` sets the ODE solver's (issue #70): below it ``f`` is rough, the same point
 giving the same value. Every returned point is judged at the default 1e-8. With
-``--tolerance 1e-4`` the default stops by itself after 460 evaluations at 7.0e-8 of the
+``--tolerance 1e-4`` the default stops by itself after 461 evaluations at 7.0e-8 of the
 start's gap, the resolution the roughness allows, where Nelder-Mead and L-BFGS-B end too
 (7.0e-8, after 687 and 686).
 
