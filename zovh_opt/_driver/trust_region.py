@@ -263,10 +263,10 @@ class TrustRegionPhase:
     def _damped(self, rows: np.ndarray, rhs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """An underdetermined fit's rows with a penalty on the Hessian's change in a noisy run:
         with fewer points than unknowns the fit interpolates them and their noise goes into
-        the change (at d = 10 the Hessian of a noisy sphere reached eigenvalues of -47 and 69
-        against its 2); rows of `DAMPING` times the noise over the values' spread on the change's
-        coefficients leave a change within the noise unfitted. The noise: ``level``, scaled by
-        ``|f|`` at the centre over ``|f|`` at the start where that fell (relative noise)."""
+        the change; rows of `DAMPING` times the noise over the values' root mean square on the
+        change's coefficients leave a change within the noise unfitted. The noise: ``level``,
+        scaled by ``|f|`` at the centre over ``|f|`` at the start where that fell (relative
+        noise). Theory page, *The region at d = 10, its fit damped*."""
         damping = active().trust_region.DAMPING
         if not self.noisy or not self.level > 0 or not damping > 0:
             return rows, rhs
