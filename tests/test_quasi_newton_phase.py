@@ -594,6 +594,59 @@ def test_a_value_that_does_not_repeat_ends_the_phase_as_noise():
     assert not without.done  # no recheck: a gradient of d points, then a trial
 
 
+def outlier_in_one_difference(d: int, at: int, shift: float):
+    """A sphere centred at 3 whose call number ``at`` (a forward difference of the first
+    gradient) is ``shift`` lower, as bbob-noisy's Cauchy model makes 5 % of its values."""
+    calls = []
+
+    def f(x):
+        calls.append(1)
+        return float((x - 3.0) @ (x - 3.0)) - (shift if len(calls) == at else 0.0)
+
+    return f
+
+
+@pytest.mark.parametrize("d", [2, 5, 20])
+def test_a_slope_the_values_contradict_gets_a_second_opinion_that_finds_noise(d):
+    """One difference read an outlier: the slope along the direction is 1e-3 / h ~ 1e5 where
+    f's is about 6, every trial fails by a miss that does not shrink with alpha, and after
+    `CONTRADICTED_TRIALS` of them the centre and that difference are measured again; the
+    difference does not repeat, so the phase ends on noise within a few trials (it took its
+    30 backtracks before), with the two values it read there."""
+    x0 = np.ones(d)
+    f = outlier_in_one_difference(d, at=3, shift=1e-3)  # the centre, then x + h e_0: call 3
+    phase = QuasiNewtonPhase(x0, 1.0, None, recheck=True)
+    drive(phase, f, 20)
+    assert phase.ended == "noise" and phase.noisy
+    assert phase.nfev == (d + 1) + 3 + 2  # a gradient, three failed trials, the opinion
+    old, new = phase.noise_values
+    assert new - old == pytest.approx(1e-3, rel=1e-6)
+    never = QuasiNewtonPhase(x0, 1.0, None, recheck=False)  # noise ruled out: no opinion
+    drive(never, outlier_in_one_difference(d, at=2, shift=1e-3), 40)
+    assert never.ended == "line search" and never.nfev == (d + 1) + 30
+
+
+def test_a_deterministic_f_that_contradicts_its_slope_keeps_its_line_search(tune):
+    """A kink the forward difference steps over (``1e3 |x_0 - c|`` at ``x_0 = c - h / 4``:
+    the difference reads +500 where the trials along -g meet +1000): the miss stays, the
+    second opinion repeats both values, and the phase goes on and ends as it does without
+    the rule, two evaluations later."""
+    h = math.sqrt(np.finfo(float).eps)  # the difference step at |x_0| <= 1 = l / sqrt(d)
+
+    def f(x):
+        return float(1e3 * abs(x[0] - 0.25 * h) + (x[1] - 3.0) ** 2)
+
+    x0 = np.array([0.0, 1.0])
+    with_rule = QuasiNewtonPhase(x0, math.sqrt(2.0), None, recheck=True)
+    drive(with_rule, f, 60)
+    tune("quasi_newton", CONTRADICTED_TRIALS=0)
+    without = QuasiNewtonPhase(x0, math.sqrt(2.0), None, recheck=True)
+    drive(without, f, 60)
+    assert with_rule.opinions == 1 and without.opinions == 0
+    assert not with_rule.noisy and with_rule.ended == without.ended
+    assert with_rule.nfev == without.nfev + 2 and np.array_equal(with_rule.x, without.x)
+
+
 def test_the_method_after_noise_found_in_the_phase_takes_the_runs_length_scale():
     """Noise found by the phase's recheck (outliers that x0's two values missed): the method
     starts as a noisy run from x0 would, with the run's length scale (sqrt(d) at x0 = 0),

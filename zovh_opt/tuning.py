@@ -104,6 +104,12 @@ class QuasiNewton:
     SHORT_STEPS_MAX_EPS: float = 1e-12
     # steps in a row without positive curvature after which the phase drops its pairs
     SKIPPED_PAIRS: int = 3
+    # failed trials in a row whose miss of the slope's prediction, (f - f(x)) / alpha - g'p,
+    # shrank by less than CONTRADICTED_SHRINK with alpha (a smooth f's shrinks with alpha at
+    # least): the values contradict the gradient, whose dominant difference is measured again
+    CONTRADICTED_TRIALS: int = 2
+    # ... (a smooth f's miss is at most half the last one's after a halving)
+    CONTRADICTED_SHRINK: float = 0.75
     # doublings of a line search's first trial where f is linear or concave along it
     MAX_EXPANSIONS: int = 10
     # L-BFGS's initial matrix is diagonal where it predicts the newest pair this much better

@@ -23,8 +23,8 @@ class DifferenceGradient:
     """The gradient's asks and their values, mixed into `QuasiNewtonPhase`, whose state they
     read and write: ``x``, ``fx`` (in the phase's unit), ``g``, ``measured``, ``retry``,
     ``recheck``, ``centre_known``, ``probing``, ``wide``, ``caps``, ``eps``, ``length`` and
-    the phase's end (``ended``, ``noisy``, ``noise_values``); a complete gradient calls the
-    phase's ``_gradient_complete``."""
+    the phase's end (``ended``); a value that does not repeat calls the phase's
+    ``_found_noise``, a complete gradient its ``_gradient_complete``."""
 
     def _gradient_size(self) -> int:
         """The points of a gradient's next ask (or of the probe's wide pair)."""
@@ -90,10 +90,7 @@ class DifferenceGradient:
             if math.isnan(self.fx):
                 self.fx = self.f_start = value
             elif not repeats(value, self.fx, self.eps):  # (shifts a difference by 64 eps f / h)
-                self.noisy, self.ended = True, "noise"
-                self.noise_values = [self.fx * self.f_unit, value * self.f_unit]
-                if self.previous is not None and max(value, self.fx) >= self.f_start:
-                    self.x = self.start  # both values here above x0's: no confirmed progress
+                self._found_noise(self.fx, value, at_centre=True)
                 return False
         start, n = self.measured, len(values)
         failed = [start + i for i, v in enumerate(values) if not math.isfinite(v)]

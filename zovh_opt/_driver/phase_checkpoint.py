@@ -50,6 +50,10 @@ def phase_state(phase: QuasiNewtonPhase) -> dict[str, Any]:
         "alpha": phase.alpha,
         "trials": phase.trials,
         "expanding": None if phase.expanding is None else list(phase.expanding),
+        "miss": phase.miss,
+        "contradicted": phase.contradicted,
+        "opinion": phase.opinion,
+        "opinions": phase.opinions,
         "previous_x": None if phase.previous is None else phase.previous[0],
         "previous_g": None if phase.previous is None else phase.previous[1],
         "ended": phase.ended,
@@ -111,6 +115,12 @@ def phase_from_state(
     expanding = state.get("expanding")  # (None in checkpoints written before expansions)
     if expanding is not None:
         phase.expanding = (float(expanding[0]), float(expanding[1]), int(expanding[2]))
+    # (none in checkpoints written before the second opinion)
+    phase.miss = float(state.get("miss", math.nan))
+    phase.contradicted = int(state.get("contradicted", 0))
+    opinion = state.get("opinion")
+    phase.opinion = None if opinion is None else int(opinion)
+    phase.opinions = int(state.get("opinions", 0))
     if state["previous_x"] is not None:
         phase.previous = (vector(state["previous_x"]), vector(state["previous_g"]))
     phase.ended = None if state["ended"] is None else str(state["ended"])

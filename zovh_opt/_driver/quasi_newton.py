@@ -6,8 +6,10 @@ directions. So a deterministic ``"zovh"`` run starts with forward-difference gra
 (`zovh_opt._driver.difference_gradient`: steps ``sqrt(eps) max(|x_i|, l / sqrt(d))``, the
 centre measured again to catch noise, the first gradient's probe for ruggedness) and
 limited-memory BFGS steps (`zovh_opt._driver.lbfgs`) judged by Armijo's condition on values alone.
-It ends on a failed line search, a step that did not decrease ``f``, `SHORT_STEPS` steps
-below its differences' resolution, its step limit, noise or failing values; the method then
+A line search whose trials contradict its slope measures the centre and the dominant
+difference again (an outlier in one difference; `CONTRADICTED_TRIALS`). It ends on a failed
+line search, a step that did not decrease ``f``, `SHORT_STEPS` steps below its differences'
+resolution, its step limit, noise or failing values; the method then
 starts at its point, and after a converged phase may hop or refine at small d, or resume the
 phase (the stages `QuasiNewton` and `Iterate`, `zovh_opt._driver.stages`). With bounds it
 works in the box map's coordinates. The phase in full: theory page, *The run's parts in
@@ -21,6 +23,7 @@ from collections.abc import Callable
 from typing import Any
 
 from .._arrays.backend import ArraySpace, norm
+from .._noise.monitor import repeats
 from ..tuning import active
 from .coordinates import power_of_two_near
 from .difference_gradient import DifferenceGradient
@@ -101,6 +104,11 @@ class QuasiNewtonPhase(DifferenceGradient):
         self.slope = math.nan  # g'p
         self.alpha = math.nan  # the trial's step factor
         self.trials = 0  # of this line search
+        self.miss = math.nan  # the last failed trial's (f - f(x)) / alpha - g'p (`_contradicted`)
+        self.contradicted = 0  # failed trials in a row whose miss did not shrink with alpha
+        # the coordinate whose difference is measured again, with the centre (`_second_opinion`)
+        self.opinion: int | None = None
+        self.opinions = 0  # second opinions of this line search
         # an expanding line search's lowest trial so far: (alpha, value, doublings), or None
         self.expanding: tuple[float, float, int] | None = None
         self.previous: tuple[Any, Any] | None = None  # x and g before the accepted step
@@ -190,7 +198,7 @@ class QuasiNewtonPhase(DifferenceGradient):
     def size(self) -> int:
         """The points of the next ask."""
         if self.searching and self.wide is None:
-            return 1
+            return 1 if self.opinion is None else 2
         return self._gradient_size()
 
     def _in_unit(self, values: list[float]) -> list[float]:
@@ -208,15 +216,24 @@ class QuasiNewtonPhase(DifferenceGradient):
         ``x + alpha p`` in a line search, else the centre (first, where it is measured) or
         ``x + h_j e_j`` for the next coordinates ``j`` (`DifferenceGradient`)."""
         if self.searching and self.wide is None:
-            return self.space.to_user(self._trial())
+            return self.space.to_user(self._trial() if self.opinion is None else self._opinion()[i])
         return self.space.to_user(self._gradient_point(i))
 
     def points(self) -> Any:
         """The pending ask's points, ``point(i)`` for every ``i``, as one new ``(n, d)`` array
         in the caller's namespace."""
         if self.searching and self.wide is None:
+            if self.opinion is not None:
+                return self.space.to_user(self.xp.stack(self._opinion()))
             return self.space.to_user(self.xp.reshape(self._trial(), (1, -1)))
         return self.space.to_user(self._gradient_points())
+
+    def _opinion(self) -> list[Any]:
+        """The second opinion's points: the centre and ``x + h_j e_j`` (new arrays)."""
+        j = self.opinion
+        row = self.xp.asarray(self.x, copy=True)
+        row[j : j + 1] = self.x[j : j + 1] + self._steps(j, j + 1)
+        return [self.xp.asarray(self.x, copy=True), row]
 
     def _trial(self) -> Any:
         """The line search's trial point ``x + alpha p``, as the phase keeps it (`within`)."""
@@ -227,6 +244,9 @@ class QuasiNewtonPhase(DifferenceGradient):
         completed (an iteration of the run)."""
         self.nfev += len(values)
         values = self._in_unit(values)
+        if self.searching and self.opinion is not None:
+            self._second_opinion(values)
+            return False
         if self.searching and self.wide is None:
             self._judge(values[0])
             return False
@@ -269,6 +289,7 @@ class QuasiNewtonPhase(DifferenceGradient):
             length = restart
         self.alpha = 1.0 if self.pairs else length / self.p_norm
         self.searching, self.trials, self.jumped = True, 0, False
+        self.miss, self.contradicted, self.opinions = math.nan, 0, 0
 
     def _judge(self, value: float) -> None:
         """The line search's trial ``x + alpha p`` has ``value``: the step, a longer trial
@@ -293,6 +314,8 @@ class QuasiNewtonPhase(DifferenceGradient):
         # |f| sets the scale of walls and jumps; f = 0 at x and x0 (a least-squares fit's exact
         # minimum) sets none: every positive value would be one
         scale = max(abs(self.fx), abs(self.f_start)) or math.inf
+        if self._contradicted(value):
+            self.opinion = self._dominant()
         if self.trials >= active().quasi_newton.BACKTRACKS:
             promised = -self.alpha * self.slope
             wall = promised > active().quasi_newton.WALL * scale
@@ -304,6 +327,48 @@ class QuasiNewtonPhase(DifferenceGradient):
         curvature = value - self.fx - self.alpha * self.slope  # nan or inf: halve the step
         shrink = -self.slope * self.alpha / (2 * curvature) if 0 < curvature < math.inf else 0.5
         self.alpha *= min(0.5, max(0.1, shrink))
+
+    def _contradicted(self, value: float) -> bool:
+        """Whether a second opinion on the gradient is due after the failed trial's
+        ``value``: `CONTRADICTED_TRIALS` failed trials in a row whose miss of the slope's
+        prediction, ``(value - f(x)) / alpha - g'p``, shrank by less than
+        `CONTRADICTED_SHRINK` (a smooth ``f``'s miss shrinks with ``alpha``, to half or less
+        after a halving: a miss that stays is a slope the values do not have, such as one
+        difference that read an outlier), where noise is not ruled out, once a line search."""
+        rules = active().quasi_newton
+        miss = (value - self.fx) / self.alpha - self.slope
+        stays = miss >= rules.CONTRADICTED_SHRINK * self.miss  # (False after a nan or an inf)
+        self.contradicted = self.contradicted + 1 if stays else 0
+        self.miss = miss
+        due = self.contradicted >= rules.CONTRADICTED_TRIALS > 0
+        return due and self.recheck and self.opinions == 0
+
+    def _dominant(self) -> int:
+        """The coordinate whose difference contributes most to the slope ``g'p``."""
+        return int(self.xp.argmax(self.xp.abs(self.g * self.p)))
+
+    def _second_opinion(self, values: list[float]) -> None:
+        """The centre's and the dominant difference's values again: where one does not
+        repeat, ``f`` is noisy and the phase ends (`_found_noise`); else the line search
+        goes on."""
+        j, self.opinion = self.opinion, None
+        self.opinions += 1
+        centre, forward = values
+        step = self._steps(j, j + 1)
+        before = self.fx + float(self.g[j] * step[0])  # the difference's first value
+        if not repeats(centre, self.fx, self.eps):
+            self._found_noise(self.fx, centre, at_centre=True)
+        elif not repeats(forward, before, self.eps):
+            self._found_noise(before, forward, at_centre=False)
+
+    def _found_noise(self, old: float, new: float, at_centre: bool) -> None:
+        """A value that did not repeat (``old``, then ``new``, in the phase's unit) ends the
+        phase on noise; where it was the centre's and both values are above ``f(x0)`` (a
+        step accepted on an outlier), the phase's point is ``x0`` again."""
+        self.noisy, self.ended = True, "noise"
+        self.noise_values = [old * self.f_unit, new * self.f_unit]
+        if at_centre and self.previous is not None and max(old, new) >= self.f_start:
+            self.x = self.start
 
     def _ratio(self, value: float) -> float:
         """The trial's decrease to ``value`` over the one its slope predicts."""
