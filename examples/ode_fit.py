@@ -10,14 +10,14 @@ L-BFGS-B (finite differences), each with the same budget of evaluations.
 What it shows (issue #29): the positivity bounds say that each entry of ``x0`` is the size of
 its parameter, and by default the run takes place in units of those sizes (the distance of
 ``x0_i`` from its bound, as Nelder-Mead's initial simplex takes its steps from ``x0``). It
-ends at ``f - f*`` of about 2e-13 (5e-18 of ``f(x0) - f*``), closer than Nelder-Mead (2e-7)
+ends at ``f - f*`` of about 3e-13 (7e-18 of ``f(x0) - f*``), closer than Nelder-Mead (2e-7)
 and L-BFGS-B (2e-8) come. With one scale for all, the first step is ``0.1 |x0|`` long in
 every coordinate, the coordinate at 0.06 is pushed by about 1, and within 1000 evaluations
 the run ends at about 1e4.
 
 ``--tolerance`` sets the ODE solver's (issue #70): below it ``f`` is rough, the same point
 giving the same value. Every returned point is judged at the default 1e-8. With
-``--tolerance 1e-4`` the default stops by itself after 461 evaluations at 7.0e-8 of the
+``--tolerance 1e-4`` the default stops by itself after 467 evaluations at 7.0e-8 of the
 start's gap, the resolution the roughness allows, where Nelder-Mead and L-BFGS-B end too
 (7.0e-8, after 687 and 686).
 
