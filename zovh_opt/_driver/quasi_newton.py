@@ -7,10 +7,10 @@ directions. So a deterministic ``"zovh"`` run starts with forward-difference gra
 centre measured again to catch noise, the first gradient's probe for ruggedness) and
 limited-memory BFGS steps (`zovh_opt._driver.lbfgs`) judged by Armijo's condition on values alone.
 A line search whose trials contradict its slope measures the centre and the dominant
-difference again (an outlier in one difference; `CONTRADICTED_TRIALS`). It ends on a failed
-line search, a step that did not decrease ``f``, `SHORT_STEPS` steps below its differences'
-resolution, its step limit, noise or failing values; the method then
-starts at its point, and after a converged phase may hop or refine at small d, or resume the
+difference again (an outlier in one difference; `zovh_opt._driver.second_opinion`). It ends
+on a failed line search, a step that did not decrease ``f``, `SHORT_STEPS` steps below its
+differences' resolution, its step limit, noise or failing values; the method then starts at
+its point, and after a converged phase may hop or refine at small d, or resume the
 phase (the stages `QuasiNewton` and `Iterate`, `zovh_opt._driver.stages`). With bounds it
 works in the box map's coordinates. The phase in full: theory page, *The run's parts in
 detail*, *The quasi-Newton phase, step by step*; the evidence, *The quasi-Newton phase*.
@@ -23,16 +23,16 @@ from collections.abc import Callable
 from typing import Any
 
 from .._arrays.backend import ArraySpace, norm
-from .._noise.monitor import repeats
 from ..tuning import active
 from .coordinates import power_of_two_near
 from .difference_gradient import DifferenceGradient
 from .lbfgs import LbfgsInverse, initial_matrix, inverse_times
+from .second_opinion import SecondOpinion
 
 __all__ = ["QuasiNewtonPhase"]
 
 
-class QuasiNewtonPhase(DifferenceGradient):
+class QuasiNewtonPhase(DifferenceGradient, SecondOpinion):
     """The phase's state and its asks (module docstring).
 
     Parameters
@@ -228,13 +228,6 @@ class QuasiNewtonPhase(DifferenceGradient):
             return self.space.to_user(self.xp.reshape(self._trial(), (1, -1)))
         return self.space.to_user(self._gradient_points())
 
-    def _opinion(self) -> list[Any]:
-        """The second opinion's points: the centre and ``x + h_j e_j`` (new arrays)."""
-        j = self.opinion
-        row = self.xp.asarray(self.x, copy=True)
-        row[j : j + 1] = self.x[j : j + 1] + self._steps(j, j + 1)
-        return [self.xp.asarray(self.x, copy=True), row]
-
     def _trial(self) -> Any:
         """The line search's trial point ``x + alpha p``, as the phase keeps it (`within`)."""
         return self.within(self.x + self.alpha * self.p)
@@ -327,48 +320,6 @@ class QuasiNewtonPhase(DifferenceGradient):
         curvature = value - self.fx - self.alpha * self.slope  # nan or inf: halve the step
         shrink = -self.slope * self.alpha / (2 * curvature) if 0 < curvature < math.inf else 0.5
         self.alpha *= min(0.5, max(0.1, shrink))
-
-    def _contradicted(self, value: float) -> bool:
-        """Whether a second opinion on the gradient is due after the failed trial's
-        ``value``: `CONTRADICTED_TRIALS` failed trials in a row whose miss of the slope's
-        prediction, ``(value - f(x)) / alpha - g'p``, shrank by less than
-        `CONTRADICTED_SHRINK` (a smooth ``f``'s miss shrinks with ``alpha``, to half or less
-        after a halving: a miss that stays is a slope the values do not have, such as one
-        difference that read an outlier), where noise is not ruled out, once a line search."""
-        rules = active().quasi_newton
-        miss = (value - self.fx) / self.alpha - self.slope
-        stays = miss >= rules.CONTRADICTED_SHRINK * self.miss  # (False after a nan or an inf)
-        self.contradicted = self.contradicted + 1 if stays else 0
-        self.miss = miss
-        due = self.contradicted >= rules.CONTRADICTED_TRIALS > 0
-        return due and self.recheck and self.opinions == 0
-
-    def _dominant(self) -> int:
-        """The coordinate whose difference contributes most to the slope ``g'p``."""
-        return int(self.xp.argmax(self.xp.abs(self.g * self.p)))
-
-    def _second_opinion(self, values: list[float]) -> None:
-        """The centre's and the dominant difference's values again: where one does not
-        repeat, ``f`` is noisy and the phase ends (`_found_noise`); else the line search
-        goes on."""
-        j, self.opinion = self.opinion, None
-        self.opinions += 1
-        centre, forward = values
-        step = self._steps(j, j + 1)
-        before = self.fx + float(self.g[j] * step[0])  # the difference's first value
-        if not repeats(centre, self.fx, self.eps):
-            self._found_noise(self.fx, centre, at_centre=True)
-        elif not repeats(forward, before, self.eps):
-            self._found_noise(before, forward, at_centre=False)
-
-    def _found_noise(self, old: float, new: float, at_centre: bool) -> None:
-        """A value that did not repeat (``old``, then ``new``, in the phase's unit) ends the
-        phase on noise; where it was the centre's and both values are above ``f(x0)`` (a
-        step accepted on an outlier), the phase's point is ``x0`` again."""
-        self.noisy, self.ended = True, "noise"
-        self.noise_values = [old * self.f_unit, new * self.f_unit]
-        if at_centre and self.previous is not None and max(old, new) >= self.f_start:
-            self.x = self.start
 
     def _ratio(self, value: float) -> float:
         """The trial's decrease to ``value`` over the one its slope predicts."""
