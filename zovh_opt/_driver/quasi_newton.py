@@ -213,10 +213,11 @@ class QuasiNewtonPhase(DifferenceGradient, SecondOpinion):
 
     def point(self, i: int) -> Any:
         """Point ``i`` of the pending ask, a new ``(d,)`` array in the caller's namespace:
-        ``x + alpha p`` in a line search, else the centre (first, where it is measured) or
-        ``x + h_j e_j`` for the next coordinates ``j`` (`DifferenceGradient`)."""
+        ``x + alpha p`` in a line search (or its second opinion's, `SecondOpinion`), else
+        the centre (first, where it is measured) or ``x + h_j e_j`` for the next coordinates
+        ``j`` (`DifferenceGradient`)."""
         if self.searching and self.wide is None:
-            return self.space.to_user(self._trial() if self.opinion is None else self._opinion()[i])
+            return self.space.to_user(self._trial() if self.opinion is None else self._opinion(i))
         return self.space.to_user(self._gradient_point(i))
 
     def points(self) -> Any:
@@ -224,7 +225,7 @@ class QuasiNewtonPhase(DifferenceGradient, SecondOpinion):
         in the caller's namespace."""
         if self.searching and self.wide is None:
             if self.opinion is not None:
-                return self.space.to_user(self.xp.stack(self._opinion()))
+                return self.space.to_user(self.xp.stack([self._opinion(0), self._opinion(1)]))
             return self.space.to_user(self.xp.reshape(self._trial(), (1, -1)))
         return self.space.to_user(self._gradient_points())
 

@@ -11,6 +11,7 @@ page, *Mild noise at small d*, *The second opinion*.
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from .._noise.monitor import repeats
@@ -35,7 +36,7 @@ class SecondOpinion:
         difference that read an outlier), where noise is not ruled out, once a line search."""
         rules = active().quasi_newton
         miss = (value - self.fx) / self.alpha - self.slope
-        stays = miss >= rules.CONTRADICTED_SHRINK * self.miss  # (False after a nan or an inf)
+        stays = math.isfinite(miss) and miss >= rules.CONTRADICTED_SHRINK * self.miss
         self.contradicted = self.contradicted + 1 if stays else 0
         self.miss = miss
         due = self.contradicted >= rules.CONTRADICTED_TRIALS > 0
@@ -68,9 +69,10 @@ class SecondOpinion:
         if at_centre and self.previous is not None and max(old, new) >= self.f_start:
             self.x = self.start
 
-    def _opinion(self) -> list[Any]:
-        """The second opinion's points: the centre and ``x + h_j e_j`` (new arrays)."""
-        j = self.opinion
+    def _opinion(self, i: int) -> Any:
+        """The second opinion's point ``i`` (a new array): the centre, then ``x + h_j e_j``."""
         row = self.xp.asarray(self.x, copy=True)
-        row[j : j + 1] = self.x[j : j + 1] + self._steps(j, j + 1)
-        return [self.xp.asarray(self.x, copy=True), row]
+        if i == 1:
+            j = self.opinion
+            row[j : j + 1] = self.x[j : j + 1] + self._steps(j, j + 1)
+        return row
