@@ -108,7 +108,7 @@ class QuasiNewton:
     # shrank by less than CONTRADICTED_SHRINK with alpha (a smooth f's shrinks with alpha at
     # least): the values contradict the gradient, whose dominant difference is measured again
     CONTRADICTED_TRIALS: int = 2
-    # ... (a smooth f's miss is at most half the last one's after a halving)
+    # ... (a quadratic's miss shrinks with the step, which each failed trial cuts to half or less)
     CONTRADICTED_SHRINK: float = 0.75
     # doublings of a line search's first trial where f is linear or concave along it
     MAX_EXPANSIONS: int = 10

@@ -31,9 +31,10 @@ class SecondOpinion:
         """Whether a second opinion on the gradient is due after the failed trial's
         ``value``: `CONTRADICTED_TRIALS` failed trials in a row whose miss of the slope's
         prediction, ``(value - f(x)) / alpha - g'p``, shrank by less than
-        `CONTRADICTED_SHRINK` (a smooth ``f``'s miss shrinks with ``alpha``, to half or less
-        after a halving: a miss that stays is a slope the values do not have, such as one
-        difference that read an outlier), where noise is not ruled out, once a line search."""
+        `CONTRADICTED_SHRINK` (a quadratic's miss shrinks with ``alpha``, which each failed
+        trial cuts to half or less: a miss that stays is a slope the values do not have, such
+        as one difference that read an outlier), where noise is not ruled out, once a line
+        search."""
         rules = active().quasi_newton
         miss = (value - self.fx) / self.alpha - self.slope
         stays = math.isfinite(miss) and miss >= rules.CONTRADICTED_SHRINK * self.miss
