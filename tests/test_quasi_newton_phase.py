@@ -626,6 +626,22 @@ def test_a_slope_the_values_contradict_gets_a_second_opinion_that_finds_noise(d)
     assert never.ended == "line search" and never.nfev == (d + 1) + 30
 
 
+def test_a_run_whose_difference_read_an_outlier_goes_on_as_a_noisy_run():
+    """Through `minimize` at d = 5: x0's two values agree, the first gradient's difference
+    along e_2 (the run's fifth call) reads a value 1e-3 low, and the phase ends on noise
+    after the gradient and its probe (6), three failed trials and the opinion (2), not after
+    30 backtracks; the run goes on in the trust region, as a noisy one."""
+    d, calls = 5, []
+
+    def f(x):
+        calls.append(1)
+        return float((x - 3.0) @ (x - 3.0)) + 100.0 - (1e-3 if len(calls) == 5 else 0.0)
+
+    res = zovh_opt.minimize(f, np.ones(d), rng=0, options={"maxfev": 100 * d})
+    assert res.quasi_newton["ended"] == "noise" and res.quasi_newton["nfev"] == (d + 1) + 3 + 2
+    assert res.trust_region["nfev"] > 0 and "Noise detected" in res.message
+
+
 def test_a_deterministic_f_that_contradicts_its_slope_keeps_its_line_search(tune):
     """A kink the forward difference steps over (``1e3 |x_0 - c|`` at ``x_0 = c - h / 4``:
     the difference reads +500 where the trials along -g meet +1000): the miss stays, the
