@@ -105,8 +105,8 @@ class QuasiNewton:
     # steps in a row without positive curvature after which the phase drops its pairs
     SKIPPED_PAIRS: int = 3
     # failed trials in a row whose miss of the slope's prediction, (f - f(x)) / alpha - g'p,
-    # shrank by less than CONTRADICTED_SHRINK with alpha (a smooth f's shrinks with alpha at
-    # least): the values contradict the gradient, whose dominant difference is measured again
+    # did not shrink below CONTRADICTED_SHRINK of the last one's: the values contradict the
+    # gradient, whose dominant difference is measured again
     CONTRADICTED_TRIALS: int = 2
     # ... (a quadratic's miss shrinks with the step, which each failed trial cuts to half or less)
     CONTRADICTED_SHRINK: float = 0.75

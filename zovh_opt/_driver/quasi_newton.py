@@ -308,14 +308,14 @@ class QuasiNewtonPhase(DifferenceGradient, SecondOpinion):
         # |f| sets the scale of walls and jumps; f = 0 at x and x0 (a least-squares fit's exact
         # minimum) sets none: every positive value would be one
         scale = max(abs(self.fx), abs(self.f_start)) or math.inf
-        if self._contradicted(value):
-            self.opinion = self._dominant()
         if self.trials >= active().quasi_newton.BACKTRACKS:
             promised = -self.alpha * self.slope
             wall = promised > active().quasi_newton.WALL * scale
             self.ended = "wall" if wall else "line search"
             self.walls += wall
             return
+        if self._contradicted(value):  # (an ended line search asks none)
+            self.opinion = self._dominant()
         reach = active().quasi_newton.JUMP * scale
         self.jumped = self.jumped or not value - self.fx <= reach  # (nan, inf: a jump too)
         curvature = value - self.fx - self.alpha * self.slope  # nan or inf: halve the step
