@@ -152,8 +152,8 @@ class TrustRegion:
     REACH: float = 10.0
     # the value and slope columns of the fit scaled up so that their coefficients go unpenalised
     FREE: float = 1e3
-    # an underdetermined fit's Hessian change is penalised by this many noises over the values' rms
-    DAMPING: float = 3.0
+    # the Hessian change's penalty: this many residuals' rms over the values' changes' rms
+    RIDGE: float = 0.1
     # after this many failed steps in a row that changed f by less than NOISE_CHANGE noises the
     # centre is measured again
     NOISE_STEPS: int = 3

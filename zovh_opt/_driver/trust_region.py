@@ -1,9 +1,9 @@
 """A model-based trust region for a mildly noisy objective at small d, before the method.
 
 Every value it is given updates a quadratic model of ``f``: least squares over the nearest
-points, the Hessian changed as little as the points allow (Powell's least-change idea; in a
-noisy run a fit with fewer points than unknowns also weighs that change against the noise),
-so each evaluation teaches the model what a batch of pairs teaches the method. Its step
+points, far ones weighing less, the Hessian changed as little as the points agree on (Powell's
+least-change idea, held back by a ridge as far as the last model misses the values), so each
+evaluation teaches the model what a batch of pairs teaches the method. Its step
 minimises the model within a radius that the ratio of actual to predicted decrease grows and
 shrinks; where a shrink would leave too few well-spread points near the centre, a geometry
 point comes first. Its first radius is `RADIUS` ``|x0_j|`` along each coordinate (1 where
@@ -194,13 +194,31 @@ class TrustRegionPhase:
         """The centre's fresh values: where their spread is still `NOISE_KEPT` of ``level`` or
         more (noise that stays while ``f`` falls: additive) the region ends and the method,
         whose batches average it, takes over; else (noise that fell with ``f``: relative) the
-        region goes on with their spread as the noise near the centre."""
+        region goes on with their spread as the noise near the centre. The centre's value
+        becomes the median of its old and fresh ones (`_measured_again`)."""
         self.checking, self.quiet = False, 0
+        self._measured_again(values)
         here = sample_std(values)  # (not model points: they would weigh the centre's value)
         if not here < active().trust_region.NOISE_KEPT * self.level:
             self.ended = "noise"
             return
         self.level = here
+
+    def _measured_again(self, values: list[float]) -> None:
+        """The centre's value: the median of the one that made it the centre and its fresh
+        ``values``; the lowest value seen is the centre again. A low outlier that made its
+        point the centre would otherwise stand below every real value, and every step would
+        fail against it until the radius ended the region."""
+        fresh = [float(v) for v in values if math.isfinite(v)]
+        here = [
+            i for i, (p, v) in enumerate(zip(self.points, self.values, strict=True))
+            if v == self.fu and np.array_equal(p, self.u)
+        ]  # fmt: skip
+        if not fresh or not here:
+            return
+        self.values[here[-1]] = float(np.median([self.fu, *fresh]))
+        lowest = int(np.argmin(self.values))
+        self.u, self.fu = self.points[lowest], self.values[lowest]
 
     def _next(self) -> None:
         """The model at the centre and its step, or a shrink where it predicts no decrease."""
@@ -227,8 +245,9 @@ class TrustRegionPhase:
 
     def _model(self) -> tuple[np.ndarray, np.ndarray]:
         """The model's gradient and Hessian at the centre (in ``u``): least squares over the
-        nearest points, weighted ``1 / (1 + (r / radius)^2)``, of the change of the last
-        Hessian (the minimum-norm change where the points do not fix it)."""
+        nearest points of the change of the last Hessian, the point ``r`` from the centre
+        weighted ``1 / (1 + (r / radius)^3)`` (a quadratic's error grows as ``r^3``: far
+        points must not set the slope), the change held back by `_ridge`."""
         d, radius = self.dim, self.radius
         points, values = self._usable()
         offsets = points - self.u
@@ -249,10 +268,10 @@ class TrustRegionPhase:
         quadratic[:, iu[0] == iu[1]] *= 0.5
         free = active().trust_region.FREE  # the value and slope columns: barely penalised
         a = np.hstack([free * np.ones((near.size, 1)), free * s, quadratic])
-        weights = 1.0 / (1.0 + (distance[near] / radius) ** 2)
-        rows, rhs = a * weights[:, None], rest * weights
-        if near.size < unknowns:
-            rows, rhs = self._damped(rows, rhs)
+        weights = 1.0 / (1.0 + (distance[near] / radius) ** 3)
+        rows, rhs = self._ridge(
+            a * weights[:, None], rest * weights, (values[near] - self.fu) * weights
+        )
         solution = np.linalg.lstsq(rows, rhs, rcond=None)[0]
         change = np.zeros((d, d))
         change[iu] = solution[d + 1 :]
@@ -260,22 +279,24 @@ class TrustRegionPhase:
         self.hessian = self.hessian + change / (radius * radius)
         return free * solution[1 : d + 1] / radius, self.hessian
 
-    def _damped(self, rows: np.ndarray, rhs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """An underdetermined fit's rows with a penalty on the Hessian's change in a noisy run:
-        with fewer points than unknowns the fit interpolates them and their noise goes into
-        the change; rows of `DAMPING` times the noise over the values' root mean square on the
-        change's coefficients leave a change within the noise unfitted. The noise: ``level``,
-        scaled by ``|f|`` at the centre over ``|f|`` at the start where that fell (relative
-        noise). Theory page, *The region at d = 10, its fit damped*."""
-        damping = active().trust_region.DAMPING
-        if not self.noisy or not self.level > 0 or not damping > 0:
+    def _ridge(
+        self, rows: np.ndarray, rhs: np.ndarray, changes: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """The fit's rows with a penalty on each coefficient of the Hessian's change: `RIDGE`
+        times the residuals' root mean square over that of the values' ``changes`` from the
+        centre's (both weighted). Interpolating about as many points as unknowns would put
+        their noise, or a far point's higher-order terms, into the Hessian and through it
+        into the slope; the penalty holds the change back as far as the last model misses the
+        values, and lets it through where the misfit is small against what ``f`` varies by.
+        Theory page, *The region's fit: far points weigh less, the change is held back*."""
+        ridge = active().trust_region.RIDGE
+        scale = float(np.sqrt(np.mean(changes**2)))
+        if not ridge > 0 or not scale > 0:
             return rows, rhs
-        spread = float(np.sqrt(np.mean(rhs**2)))
-        noise = self.level * min(1.0, abs(self.fu) / max(abs(self.f_start), 1e-300))
-        penalty = damping * noise / max(spread, 1e-300)
-        changes = rows.shape[1] - self.dim - 1
-        penalty_rows = np.hstack([np.zeros((changes, self.dim + 1)), penalty * np.eye(changes)])
-        return np.vstack([rows, penalty_rows]), np.concatenate([rhs, np.zeros(changes)])
+        penalty = ridge * float(np.sqrt(np.mean(rhs**2))) / scale
+        unknowns = rows.shape[1] - self.dim - 1
+        penalty_rows = np.hstack([np.zeros((unknowns, self.dim + 1)), penalty * np.eye(unknowns)])
+        return np.vstack([rows, penalty_rows]), np.concatenate([rhs, np.zeros(unknowns)])
 
     def _close(self) -> np.ndarray:
         """The offsets from the centre of the points within twice the radius, over it."""
