@@ -306,6 +306,36 @@ def test_a_centre_that_does_not_repeat_its_value_gives_way():
     np.testing.assert_array_equal(region.x, np.zeros(2))
 
 
+def test_a_step_far_below_its_prediction_is_measured_again():
+    """A noisy region's first model step whose value is an outlier 5 below ``f`` (a decrease
+    far beyond ``CONFIRM_RATIO`` times the prediction): the next ask measures that point
+    ``CONFIRM`` times, its value becomes the median (``f``'s own), and the region goes on to
+    the minimum; checkpoints keep the pending confirmation. A deterministic region does not
+    ask (its values repeat)."""
+    target = np.array([0.3, -0.2])
+
+    def f(x):
+        return float(np.sum((x - target) ** 2)) + 1.0
+
+    for noisy in (True, False):
+        region = TrustRegionPhase(np.zeros(2), f(np.zeros(2)), 1e-6, noisy=noisy)
+        region.tell([f(region.point(i)) for i in range(region.size())])  # the stencil
+        assert region.size() == 1
+        step = region.point(0)
+        region.tell([f(step) - 5.0])
+        if not noisy:
+            assert not region.confirming and region.fu == f(step) - 5.0
+            continue
+        again = TrustRegionPhase.from_state(region.state())
+        assert region.confirming and again.confirming and region.size() == 2
+        np.testing.assert_array_equal(region.point(1), step)
+        region.tell([f(step), f(step)])
+        assert region.fu == f(step) and region.values[-1] == f(step)
+        while not region.done and region.nfev < 200:
+            region.tell([f(region.point(i)) for i in range(region.size())])
+        assert region.fu - 1.0 < 1e-10
+
+
 def test_noise_that_falls_with_f_keeps_the_region():
     """Relative noise (1e-3 of f, vanishing at the minimum f = 0): where the region's steps
     fail within x0's noise, the centre's fresh values spread far less, the region goes on

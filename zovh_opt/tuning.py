@@ -162,6 +162,10 @@ class TrustRegion:
     NOISE_CHECK: int = 3
     # ... and where their spread kept this share of the noise, the region hands over to the method
     NOISE_KEPT: float = 0.3
+    # a noisy region's step that fell more than this many times its prediction is measured
+    # CONFIRM times more, its value the median (a low outlier would stay the centre)
+    CONFIRM_RATIO: float = 10.0
+    CONFIRM: int = 2
 
 
 @dataclasses.dataclass(frozen=True)

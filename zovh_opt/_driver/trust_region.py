@@ -108,6 +108,7 @@ class TrustRegionPhase:
         self.quiet = 0  # failed steps in a row within the noise (`_below_noise`)
         self.level = self.noise  # the noise near the centre, as its last check measured it
         self.checking = False  # the pending ask measures the centre again (`_check_noise`)
+        self.confirming = False  # ... or a step's point that fell far below its prediction
 
     @property
     def done(self) -> bool:
@@ -149,6 +150,10 @@ class TrustRegionPhase:
         if self.checking:
             self._check_noise(values)
             return
+        if self.confirming:
+            self.confirming = False
+            self._measured_again(values)
+            return
         before = self.fu
         for u, value in zip(asked, values, strict=True):
             if not math.isfinite(value):
@@ -175,6 +180,8 @@ class TrustRegionPhase:
                 self.pending = [self._geometry_point()]
         if self.radius < rules.END_RADIUS:
             self.ended = "radius"
+        elif self.noisy and ratio > rules.CONFIRM_RATIO and self.fu == value:
+            self.confirming, self.pending = True, [self.u.copy()] * rules.CONFIRM
         elif not self.pending and self._below_noise(ratio, before - value):
             self.checking, self.pending = True, [self.u.copy()] * rules.NOISE_CHECK
 
@@ -208,7 +215,8 @@ class TrustRegionPhase:
         """The centre's value: the median of the one that made it the centre and its fresh
         ``values``; the lowest value seen is the centre again. A low outlier that made its
         point the centre would otherwise stand below every real value, and every step would
-        fail against it until the radius ended the region."""
+        fail against it until the radius ended the region. Asked by the noise check, and in a
+        noisy region by a step that fell more than `CONFIRM_RATIO` times its prediction."""
         fresh = [float(v) for v in values if math.isfinite(v)]
         here = [
             i for i, (p, v) in enumerate(zip(self.points, self.values, strict=True))
@@ -327,7 +335,7 @@ class TrustRegionPhase:
             "predicted": self.predicted, "step_length": self.step_length,
             "steps": self.steps, "nfev": self.nfev, "ended": self.ended, "noisy": self.noisy,
             "good_radius": self.good_radius, "quiet": self.quiet, "checking": self.checking,
-            "level": self.level,
+            "level": self.level, "confirming": self.confirming,
         }  # fmt: skip
 
     @classmethod
@@ -349,5 +357,6 @@ class TrustRegionPhase:
         phase.good_radius = float(state["good_radius"])
         phase.quiet = int(state.get("quiet", 0))  # (none before the noise check)
         phase.checking = bool(state.get("checking", False))
+        phase.confirming = bool(state.get("confirming", False))
         phase.level = float(state.get("level", phase.noise))
         return phase
