@@ -9,6 +9,7 @@ import pytest
 
 import zovh_opt
 from zovh_opt._driver.trust_region import TrustRegionPhase, step_in_ball
+from zovh_opt._methods._base import AskTellMethod
 
 
 def model(g, h, s):
@@ -358,3 +359,29 @@ def test_noise_that_falls_with_f_keeps_the_region():
         checked = checked or bool(checking)
     assert checked and region.ended != "noise" and region.level < 1e-3 * start_noise
     assert float(np.sum((region.x - 1.5) ** 2)) < 1e-8
+
+
+def test_the_method_is_told_the_noise_near_the_centre_not_at_x0(monkeypatch):
+    """Relative noise (1e-3 of f) over an additive floor (1e-6, d = 3): the region's checks
+    find the noise falling with f and go on, until the floor stays and the method takes over.
+    The method is told the noise the last check measured near the centre, not x0's (about
+    1e4 times larger: the method would read every batch there as pure noise and stall)."""
+    told = []
+    original = AskTellMethod.noise_found
+
+    def noise_found(self, variance):
+        told.append(variance)
+        original(self, variance)
+
+    monkeypatch.setattr(AskTellMethod, "noise_found", noise_found)
+    noise = np.random.default_rng(3)
+
+    def f(x):
+        q = float(np.sum((x - 1.5) ** 2))
+        return q * (1 + 1e-3 * noise.standard_normal()) + 1e-6 * noise.standard_normal()
+
+    res = zovh_opt.minimize(f, np.zeros(3), rng=0, options={"maxfev": 1500})
+    assert res.trust_region["ended"] == "noise"
+    at_x0 = 1e-3 * float(np.sum(np.full(3, 1.5) ** 2))
+    assert len(told) == 2 and told[0] > 0.1 * at_x0**2  # x0's, then the hand-over's
+    assert told[1] < 1e-4 * at_x0**2

@@ -398,12 +398,13 @@ class TrustRegion(Stage):
     def hand_over(parts: Any) -> None:
         """The method at the region's centre, with its last good radius as length scale
         (`TrustRegionPhase.length`) and the budget left, reading its batches as a noisy run's
-        where the run is noisy."""
+        where the run is noisy, with the noise last measured near the centre (``level``: x0's
+        would be far too large where the noise fell with ``f``)."""
         region, space = parts.trust_region, parts.method.space
         x = space.from_host(region.x)
         method_from(parts, x, region.length, noisy=region.noisy, space=space)
         if region.noisy:
-            parts.method.noise_found((region.noise / parts.coordinates.f_unit) ** 2)
+            parts.method.noise_found((region.level / parts.coordinates.f_unit) ** 2)
 
     @staticmethod
     def result_field(parts: Any) -> dict[str, Any]:
