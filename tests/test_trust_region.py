@@ -385,3 +385,25 @@ def test_the_method_is_told_the_noise_near_the_centre_not_at_x0(monkeypatch):
     at_x0 = 1e-3 * float(np.sum(np.full(3, 1.5) ** 2))
     assert len(told) == 2 and told[0] > 0.1 * at_x0**2  # x0's, then the hand-over's
     assert told[1] < 1e-4 * at_x0**2
+
+
+def test_noise_that_x0s_values_understated_is_found_by_the_fit():
+    """Additive noise 0.3 on a sphere (d = 3) where x0's two values said 1e-3 (two values
+    fall below a tenth of the noise one time in 12): no failed step is within 1e-3, so before,
+    the radius ran to its end in every seed and the method was told 1e-3. Below
+    ``MISFIT_RADIUS`` the fit's residuals count as noise until a check measures it: the
+    centre is measured, the region hands over for noise, and the method is told at least a
+    third of the real noise."""
+    for seed in range(4):
+        noise = np.random.default_rng(seed)
+
+        def f(x, noise=noise):
+            return float(np.sum((x - 1.5) ** 2)) + 1.0 + 0.3 * noise.standard_normal()
+
+        region = TrustRegionPhase(np.zeros(3), f(np.zeros(3)), 1e-3)
+        while not region.done and region.nfev < 1000:
+            if region.nfev > 30:
+                again = TrustRegionPhase.from_state(region.state())
+                assert (again.misfit, again.measured) == (region.misfit, region.measured)
+            region.tell([f(region.point(i)) for i in range(region.size())])
+        assert region.ended == "noise" and region.measured and region.level > 0.1

@@ -158,6 +158,9 @@ class TrustRegion:
     # centre is measured again
     NOISE_STEPS: int = 3
     NOISE_CHANGE: float = 3.0
+    # ... noise that, below this radius (over the first) and until a check measured it, is at
+    # least the fit's residuals' spread: x0's two values put it below a tenth one time in 12
+    MISFIT_RADIUS: float = 0.01
     # ... this many times
     NOISE_CHECK: int = 3
     # ... and where their spread kept this share of the noise, the region hands over to the method

@@ -107,6 +107,8 @@ class TrustRegionPhase:
         self.ended: str | None = None
         self.quiet = 0  # failed steps in a row within the noise (`_below_noise`)
         self.level = self.noise  # the noise near the centre, as its last check measured it
+        self.measured = False  # ... and whether a check has measured it (else x0's)
+        self.misfit = 0.0  # the last fit's residuals' spread (`_model`)
         self.checking = False  # the pending ask measures the centre again (`_check_noise`)
         self.confirming = False  # ... or a step's point that fell far below its prediction
 
@@ -189,11 +191,18 @@ class TrustRegionPhase:
         """Whether `NOISE_STEPS` steps in a row of a noisy region failed (``ratio`` below
         `SHRINK_RATIO`) by a ``change`` of ``f`` within `NOISE_CHANGE` times the noise near the
         centre (``level``: ``x0``'s, until a check measured it): the steps then judge the
-        noise, not ``f``, and the model's slope is the noise over the radius."""
+        noise, not ``f``, and the model's slope is the noise over the radius. Until a check
+        has measured it, below `MISFIT_RADIUS` the noise is at least the last fit's residuals'
+        spread (``misfit``): ``x0``'s two values understate it often enough (below a tenth of
+        it one time in twelve) that no step would count as within it, and the radius would
+        run to its end."""
         rules = active().trust_region
-        if not self.noisy or not self.level > 0:
+        noise = self.level
+        if not self.measured and self.radius < rules.MISFIT_RADIUS:
+            noise = max(noise, self.misfit)
+        if not self.noisy or not noise > 0:
             return False
-        failed = ratio < rules.SHRINK_RATIO and abs(change) < rules.NOISE_CHANGE * self.level
+        failed = ratio < rules.SHRINK_RATIO and abs(change) < rules.NOISE_CHANGE * noise
         self.quiet = self.quiet + 1 if failed else 0
         return self.quiet >= rules.NOISE_STEPS
 
@@ -201,13 +210,14 @@ class TrustRegionPhase:
         """The centre's fresh values: where their spread is still `NOISE_KEPT` of ``level`` or
         more (noise that stays while ``f`` falls: additive) the region ends and the method,
         whose batches average it, takes over; else (noise that fell with ``f``: relative) the
-        region goes on with their spread as the noise near the centre. The centre's value
-        becomes the median of its old and fresh ones (`_measured_again`)."""
-        self.checking, self.quiet = False, 0
+        region goes on with their spread as the noise near the centre, and where it ends the
+        method is told the larger of the two. The centre's value becomes the median of its old
+        and fresh ones (`_measured_again`)."""
+        self.checking, self.quiet, self.measured = False, 0, True
         self._measured_again(values)
         here = sample_std(values)  # (not model points: they would weigh the centre's value)
         if not here < active().trust_region.NOISE_KEPT * self.level:
-            self.ended = "noise"
+            self.ended, self.level = "noise", max(self.level, here)
             return
         self.level = here
 
@@ -281,6 +291,8 @@ class TrustRegionPhase:
             a * weights[:, None], rest * weights, (values[near] - self.fu) * weights
         )
         solution = np.linalg.lstsq(rows, rhs, rcond=None)[0]
+        if self.noisy:
+            self.misfit = 1.4826 * float(np.median(np.abs(a @ solution - rest)))
         change = np.zeros((d, d))
         change[iu] = solution[d + 1 :]
         change = change + change.T - np.diag(np.diag(change))
@@ -335,7 +347,8 @@ class TrustRegionPhase:
             "predicted": self.predicted, "step_length": self.step_length,
             "steps": self.steps, "nfev": self.nfev, "ended": self.ended, "noisy": self.noisy,
             "good_radius": self.good_radius, "quiet": self.quiet, "checking": self.checking,
-            "level": self.level, "confirming": self.confirming,
+            "level": self.level, "confirming": self.confirming, "measured": self.measured,
+            "misfit": self.misfit,
         }  # fmt: skip
 
     @classmethod
@@ -359,4 +372,6 @@ class TrustRegionPhase:
         phase.checking = bool(state.get("checking", False))
         phase.confirming = bool(state.get("confirming", False))
         phase.level = float(state.get("level", phase.noise))
+        phase.measured = bool(state.get("measured", False))
+        phase.misfit = float(state.get("misfit", 0.0))
         return phase
