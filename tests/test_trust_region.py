@@ -364,8 +364,8 @@ def test_noise_that_falls_with_f_keeps_the_region():
 def test_the_method_is_told_the_noise_near_the_centre_not_at_x0(monkeypatch):
     """Relative noise (1e-3 of f) over an additive floor (1e-6, d = 3): the region's checks
     find the noise falling with f and go on, until the floor stays and the method takes over.
-    The method is told the noise the last check measured near the centre, not x0's (about
-    1e4 times larger: the method would read every batch there as pure noise and stall)."""
+    The method is told the noise the last check measured near the centre, not x0's (here
+    thousands of times larger: the method would read every batch there as pure noise)."""
     told = []
     original = AskTellMethod.noise_found
 

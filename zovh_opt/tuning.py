@@ -158,13 +158,14 @@ class TrustRegion:
     # centre is measured again
     NOISE_STEPS: int = 3
     NOISE_CHANGE: float = 3.0
-    # ... noise that, below this radius (over the first) and until a check measured it, is at
-    # least the fit's residuals' spread: x0's two values put it below a tenth one time in 12
-    MISFIT_RADIUS: float = 0.01
     # ... this many times
     NOISE_CHECK: int = 3
     # ... and where their spread kept this share of the noise, the region hands over to the method
     NOISE_KEPT: float = 0.3
+    # below this radius (over the first), until a check measured it, the noise the steps are
+    # judged against is at least the fit's residuals' spread: x0's two values put it below a
+    # tenth of itself one time in 12
+    MISFIT_RADIUS: float = 0.01
     # a noisy region's step that fell more than this many times its prediction is measured
     # CONFIRM times more, its value the median (a low outlier would stay the centre)
     CONFIRM_RATIO: float = 10.0
