@@ -108,7 +108,7 @@ class TrustRegionPhase:
         self.quiet = 0  # failed steps in a row within the noise (`_below_noise`)
         self.level = self.noise  # the noise near the centre, as its last check measured it
         self.measured = False  # ... and whether a check has measured it (else x0's)
-        self.misfit = 0.0  # the last fit's residuals' spread (`_model`)
+        self.misfit = 0.0  # the last fit's residuals' spread before a check (`_model`)
         self.checking = False  # the pending ask measures the centre again (`_check_noise`)
         self.confirming = False  # ... or a step's point that fell far below its prediction
 
@@ -291,7 +291,7 @@ class TrustRegionPhase:
             a * weights[:, None], rest * weights, (values[near] - self.fu) * weights
         )
         solution = np.linalg.lstsq(rows, rhs, rcond=None)[0]
-        if self.noisy:
+        if self.noisy and not self.measured:  # (read by `_below_noise` until a check)
             self.misfit = 1.4826 * float(np.median(np.abs(a @ solution - rest)))
         change = np.zeros((d, d))
         change[iu] = solution[d + 1 :]
