@@ -8,6 +8,8 @@ import numpy as np
 import pytest
 
 import zovh_opt
+from zovh_opt._driver import stages
+from zovh_opt._driver.returned_point import ReturnedPoint
 from zovh_opt._driver.trust_region import TrustRegionPhase, step_in_ball
 from zovh_opt._methods._base import AskTellMethod
 
@@ -385,6 +387,81 @@ def test_the_method_is_told_the_noise_near_the_centre_not_at_x0(monkeypatch):
     at_x0 = 1e-3 * float(np.sum(np.full(3, 1.5) ** 2))
     assert len(told) == 2 and told[0] > 0.1 * at_x0**2  # x0's, then the hand-over's
     assert told[1] < 1e-4 * at_x0**2
+
+
+def handed_over(monkeypatch, f, maxfev):
+    """A run of ``f`` from ``(0, 0, 0)`` with the hand-over's length scale and region, and
+    the points the end was told to compare with, recorded."""
+    built, compared = [], []
+    build, compare = stages.method_from, ReturnedPoint.compare_with
+
+    def method_from(parts, x, scale, **kwargs):
+        built.append((scale, parts.trust_region))
+        build(parts, x, scale, **kwargs)
+
+    def compare_with(self, point, name):
+        compared.append(np.array(point))
+        compare(self, point, name)
+
+    monkeypatch.setattr(stages, "method_from", method_from)
+    monkeypatch.setattr(ReturnedPoint, "compare_with", compare_with)
+    res = zovh_opt.minimize(f, np.zeros(3), rng=0, options={"maxfev": maxfev})
+    return res, built, compared
+
+
+def test_where_the_noise_stayed_the_method_takes_its_own_length_scale(monkeypatch):
+    """Additive noise 0.3 on a sphere (d = 3): the region's check finds the noise as large as
+    at x0 and hands over. The method takes its own length scale, not the region's last good
+    radius (cut to where steps fail within the noise, far too short for its batches to rise
+    above it: the median gap was up to 4 times the method alone's), and the end compares its
+    answer with the region's centre. Under relative noise (the noise fell with f) the
+    region's radius stays the method's length scale."""
+    noise = np.random.default_rng(5)
+
+    def additive(x):
+        return float(np.sum((x - 1.5) ** 2)) + 1.0 + 0.3 * noise.standard_normal()
+
+    res, built, compared = handed_over(monkeypatch, additive, 1200)
+    [(scale, region)] = built
+    assert res.trust_region["ended"] == "noise" and region.noise_stayed and scale is None
+    assert len(compared) == 1 and np.array_equal(compared[0], region.x)
+
+    def relative(x):
+        q = float(np.sum((x - 1.5) ** 2))
+        return q * (1 + 1e-3 * noise.standard_normal()) + 1e-6 * noise.standard_normal()
+
+    monkeypatch.undo()
+    res, built, compared = handed_over(monkeypatch, relative, 1500)
+    [(scale, region)] = built
+    assert res.trust_region["ended"] == "noise" and not region.noise_stayed
+    assert scale == region.length and len(compared) == 1
+
+
+def test_the_end_compares_with_the_point_it_is_given_in_place_of_x0():
+    """Where x0's values were left for the end to measure, ``compare_with`` puts another
+    point in x0's place: the comparison measures it, returns it where the candidate's values
+    are above its, says so by name, and a checkpoint keeps it."""
+    centre = np.full(3, 0.5)
+    returned = ReturnedPoint(noisy=False, final_evaluations=1, start=np.zeros(3), xp=np)
+    returned.become_noisy(4, np.zeros(3), None, fresh=4, extension=0)
+    returned.compare_with(centre, "the trust region's centre")
+    assert returned.final_size(100) == 2 * 4  # the final iterate and the centre
+    points = [returned.final_point(i, lambda: "iterate", lambda z: z) for i in range(8)]
+    assert points[:4] == ["iterate"] * 4 and all(p is centre for p in points[4:])
+    done, note = returned.take_final([2.0, 2.1, 2.2, 2.3, 1.0, 1.1, 1.2, 1.3])
+    assert not done and returned.chosen() == "start"
+    assert note == (
+        " The final iterate's mean value was above the trust region's centre's: x is the "
+        "trust region's centre."
+    )
+    again = ReturnedPoint(noisy=False, final_evaluations=1, start=np.zeros(3), xp=np)
+    again.become_noisy(4, np.zeros(3), None, fresh=4, extension=0)
+    again.load_state(returned.state(), np.asarray)
+    assert again.start_name == returned.start_name and np.array_equal(again.start, centre)
+    measured = ReturnedPoint(noisy=False, final_evaluations=1, start=np.zeros(3), xp=np)
+    measured.become_noisy(4, np.zeros(3), [1.0, 1.1], fresh=4, extension=0)
+    measured.compare_with(centre, "the trust region's centre")  # x0 measured: it stays
+    assert np.array_equal(measured.start, np.zeros(3)) and measured.start_name == "the start"
 
 
 def test_noise_that_x0s_values_understated_is_found_by_the_fit():

@@ -3,10 +3,11 @@
 For a deterministic objective ``x`` is the lowest finite point evaluated and ``fun == f(x)``.
 For a noisy one the lowest noisy value is a biased pick: ``x0`` is measured at the start, the
 final iterate and the average of the last centres (`zovh_opt._noise.centre_average`) at the end,
-the candidate is compared with ``x0`` by means and medians (rounds of more values where the
-comparison is close, `significantly_lower`), and fresh values at ``x`` give an unbiased
-``fun``, ``fun_std_error`` and ``noise_std``. The full rule and the sample sizes: theory
-page, *The run's parts in detail*, *The returned point*; the evidence, *The end's samples*.
+the candidate is compared with ``x0`` (after a trust region, with its centre) by means and
+medians (rounds of more values where the comparison is close, `significantly_lower`), and
+fresh values at ``x`` give an unbiased ``fun``, ``fun_std_error`` and ``noise_std``. The full
+rule and the sample sizes: theory page, *The run's parts in detail*, *The returned point*; the
+evidence, *The end's samples*.
 """
 
 from __future__ import annotations
@@ -58,6 +59,7 @@ class ReturnedPoint:
         self.xp = xp
         self.best: tuple[float, Any] | None = None  # lowest finite evaluated value, its point
         self.start = start if noisy else None
+        self.start_name = "the start"  # in the messages (`compare_with`)
         self.start_values: list[float] | None = None  # x0's, measured before the run
         self.average = CentreAverage()  # of a noisy run's centres (`follow`)
         self.compared: list[float] | None = None  # the comparison's values, once in
@@ -81,6 +83,14 @@ class ReturnedPoint:
         self.extension = extension
         self.start = start
         self.start_values = None if start_values is None else list(start_values)
+
+    def compare_with(self, point: Any, name: str) -> None:
+        """The end compares with ``point`` (``name`` in the messages) in place of ``x0``,
+        where ``x0``'s values were left for the comparison to measure: a point the run's
+        steps reached below ``x0``, from which the method started (a trust region's centre;
+        a method that wandered off it would otherwise be answered with ``x0``)."""
+        if self.start is not None and self.start_values is None:
+            self.start, self.start_name = point, name
 
     def follow(self, method: Any) -> None:
         """After an iteration of ``method``: a noisy run averages the step rule's centre (a
@@ -291,7 +301,8 @@ class ReturnedPoint:
             chosen = self.choice  # the next final ask measures it
             if chosen == "start":
                 what = "final iterate" if self.candidate() == "iterate" else "centres' average"
-                return False, f" The {what}'s mean value was above the start's: x is the start."
+                name = self.start_name
+                return False, f" The {what}'s mean value was above {name}'s: x is {name}."
             if chosen == "average":
                 return False, " x is the average of the last iterations' centres."
             return False, ""
@@ -300,7 +311,9 @@ class ReturnedPoint:
         if self.cut is not None:
             note = f" maxtime left room for {self.cut} final evaluation(s) at the returned point."
         if self.uncompared:
-            note += " It left no time to compare the final iterate with x0: x is the final iterate."
+            start = "x0" if self.start_name == "the start" else self.start_name
+            note += f" It left no time to compare the final iterate with {start}: x is the final"
+            note += " iterate."
         if self.noisy and not any(math.isfinite(v) for v in values):
             return True, note + (
                 " Every final evaluation failed (NaN or inf): x and fun are the lowest "
@@ -327,6 +340,7 @@ class ReturnedPoint:
             "final_values": self.final_values,
             "start": self.start,
             "start_values": self.start_values,
+            "start_name": self.start_name,
             "compared": self.compared,
             "more_candidate": self.more_candidate,
             "more_start": self.more_start,
@@ -344,6 +358,7 @@ class ReturnedPoint:
         self.final_values = None if final is None else [float(v) for v in final]
         start, compared = state.get("start"), state.get("compared")
         self.start = None if start is None else vector(start)
+        self.start_name = str(state.get("start_name", "the start"))
         self.compared = None if compared is None else [float(v) for v in compared]
         # checkpoints before a close comparison could add values have none
         self.more_candidate = [float(v) for v in state.get("more_candidate", [])]

@@ -284,8 +284,7 @@ class QuasiNewton(Stage):
 class TrustRegion(Stage):
     """A mildly noisy run at small d: a model-based trust region from ``x0``
     (`zovh_opt._driver.trust_region.TrustRegionPhase`) in place of the phase; at its end the
-    method starts at its centre with its last good radius as length scale and the budget
-    left."""
+    method starts at its centre with the budget left (`hand_over`)."""
 
     name = "model"
     budgeted = True
@@ -396,15 +395,22 @@ class TrustRegion(Stage):
 
     @staticmethod
     def hand_over(parts: Any) -> None:
-        """The method at the region's centre, with its last good radius as length scale
-        (`TrustRegionPhase.length`) and the budget left, reading its batches as a noisy run's
-        where the run is noisy, with the noise last measured near the centre (``level``: x0's
-        would be far too large where the noise fell with ``f``)."""
+        """The method at the region's centre with the budget left, its length scale the
+        region's last good radius (`TrustRegionPhase.length`), or its own where the noise
+        stayed as large as at ``x0`` (`TrustRegionPhase.noise_stayed`: its batches must rise
+        above that noise, and the radius, cut down to where steps fail within it, is far too
+        short for that). Where the run is noisy the method reads its batches as a noisy
+        run's, told the noise last measured near the centre (``level``: x0's would be far
+        too large where the noise fell with ``f``), and the end compares its answer with the
+        region's centre, not with ``x0``, which the region's steps left behind."""
         region, space = parts.trust_region, parts.method.space
         x = space.from_host(region.x)
-        method_from(parts, x, region.length, noisy=region.noisy, space=space)
+        scale = None if region.noise_stayed else region.length
+        method_from(parts, x, scale, noisy=region.noisy, space=space)
         if region.noisy:
             parts.method.noise_found((region.level / parts.coordinates.f_unit) ** 2)
+            if region.steps:
+                parts.returned.compare_with(space.to_user(x), "the trust region's centre")
 
     @staticmethod
     def result_field(parts: Any) -> dict[str, Any]:

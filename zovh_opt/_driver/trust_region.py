@@ -128,6 +128,12 @@ class TrustRegionPhase:
         noise (root mean square over the coordinates, in the run's coordinates)."""
         return float(self.good_radius * np.sqrt(np.mean(self.scale**2)))
 
+    @property
+    def noise_stayed(self) -> bool:
+        """Whether a noisy region's noise near the centre is still `NOISE_KEPT` of ``x0``'s:
+        it did not fall with ``f`` (additive noise), or no check measured it again."""
+        return self.noisy and not self.level < active().trust_region.NOISE_KEPT * self.noise
+
     def _stencil(self) -> list[np.ndarray]:
         """The first points: ``u0 +- e_j`` (radius 1), which give the model's gradient and
         the diagonal of its Hessian."""
