@@ -337,6 +337,21 @@ def test_a_step_that_fell_at_least_linearly_is_doubled_in_its_line_search(tmp_pa
     assert step == pytest.approx(2.0 ** math.floor(math.log2(1e-4 / np.linalg.norm(short))))
 
 
+def test_a_linear_f_doubles_its_trials_despite_rounding():
+    """A linear slope to a plateau (bbob f5's form, d = 2, from 0): each step falls by its
+    slope's prediction but for rounding (1 - 7e-9 on f5), which must still count as "at least
+    as much" (`EXPANSION_ROUNDING`): its trials double and the run reaches the plateau within
+    20 evaluations. Without, every step was the first trial's 0.14, and 20 evaluations ended
+    49 above it."""
+    s = np.array([1.0, 10.0])
+
+    def slope(x):
+        return float(np.sum(5 * s - s * np.minimum(x, 5.0))) + 7.3  # plateau for x >= 5
+
+    res = zovh_opt.minimize(slope, np.zeros(2), rng=0, options={"maxfev": 20})
+    assert res.fun == 7.3 and np.all(res.x >= 5.0)
+
+
 def test_a_skipped_step_that_fell_less_than_linearly_breaks_the_count():
     """Only skipped pairs of steps that decreased f at least as much as their slope predicted
     count toward `SKIPPED_PAIRS`: one that fell less (a rugged f, where pairs are skipped at

@@ -112,6 +112,9 @@ class QuasiNewton:
     CONTRADICTED_SHRINK: float = 0.75
     # doublings of a line search's first trial where f is linear or concave along it
     MAX_EXPANSIONS: int = 10
+    # ... "at least as much" within this relative rounding: a linear f fell short of its
+    # forward-difference slope's prediction by 7e-9 (bbob f5), and no trial was ever doubled
+    EXPANSION_ROUNDING: float = 1e-6
     # L-BFGS's initial matrix is diagonal where it predicts the newest pair this much better
     DIAGONAL: float = 0.1
     # the phase's difference steps stay within this fraction of the box map's margin

@@ -328,8 +328,8 @@ class QuasiNewtonPhase(DifferenceGradient, SecondOpinion):
 
     def _fell_linearly(self, value: float) -> bool:
         """Whether ``value`` at the trial is at least as far below ``f(x)`` as the slope
-        predicts."""
-        return self._ratio(value) >= 1.0
+        predicts (within `EXPANSION_ROUNDING`: a linear ``f``'s rounding)."""
+        return self._ratio(value) >= 1.0 - active().quasi_newton.EXPANSION_ROUNDING
 
     def _expanded(self, value: float) -> None:
         """A doubled trial has ``value``: doubled again where it is lower than the last and
