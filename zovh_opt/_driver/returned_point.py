@@ -59,7 +59,7 @@ class ReturnedPoint:
         self.xp = xp
         self.best: tuple[float, Any] | None = None  # lowest finite evaluated value, its point
         self.start = start if noisy else None
-        self.start_name = "the start"  # in the messages (`compare_with`)
+        self.start_name: str | None = None  # a point in x0's place (`compare_with`)
         self.start_values: list[float] | None = None  # x0's, measured before the run
         self.average = CentreAverage()  # of a noisy run's centres (`follow`)
         self.compared: list[float] | None = None  # the comparison's values, once in
@@ -88,7 +88,8 @@ class ReturnedPoint:
         """The end compares with ``point`` (``name`` in the messages) in place of ``x0``,
         where ``x0``'s values were left for the comparison to measure: a point the run's
         steps reached below ``x0``, from which the method started (a trust region's centre;
-        a method that wandered off it would otherwise be answered with ``x0``)."""
+        a method that wandered off it would otherwise be answered with ``x0``). It is kept
+        only where significantly the lower (`chose_start`)."""
         if self.start is not None and self.start_values is None:
             self.start, self.start_name = point, name
 
@@ -231,11 +232,17 @@ class ReturnedPoint:
         ones that carry it: a point farther from the optimum can show the lower sample mean
         (bbob-noisy's severe multiplicative models, 3 of 60 runs of the noise benchmark
         returned points 1.3-3.4 times farther than ``x0``). The candidate must then also have
-        the lower median, which those values' tails do not move.
+        the lower median, which those values' tails do not move. A point in ``x0``'s place
+        (`compare_with`) is kept only where its values are significantly the lower
+        (`significantly_lower`): it is the lowest of noisy values, the candidate is made from
+        every evaluation after it, and where the two are within the noise of each other the
+        candidate is the nearer the optimum more often.
         """
         if self.compared is None:
             return False
         start, final = self._sample("start"), self._sample(self.candidate())
+        if self.start_name is not None:
+            return significantly_lower(start, final)
         if finite_mean(start) < finite_mean(final):
             return True
         return finite_median(start) < finite_median(final)
@@ -301,8 +308,10 @@ class ReturnedPoint:
             chosen = self.choice  # the next final ask measures it
             if chosen == "start":
                 what = "final iterate" if self.candidate() == "iterate" else "centres' average"
+                if self.start_name is None:
+                    return False, f" The {what}'s mean value was above the start's: x is the start."
                 name = self.start_name
-                return False, f" The {what}'s mean value was above {name}'s: x is {name}."
+                return False, f" x is {name}: the {what}'s values were significantly above its."
             if chosen == "average":
                 return False, " x is the average of the last iterations' centres."
             return False, ""
@@ -311,7 +320,7 @@ class ReturnedPoint:
         if self.cut is not None:
             note = f" maxtime left room for {self.cut} final evaluation(s) at the returned point."
         if self.uncompared:
-            start = "x0" if self.start_name == "the start" else self.start_name
+            start = self.start_name or "x0"
             note += f" It left no time to compare the final iterate with {start}: x is the final"
             note += " iterate."
         if self.noisy and not any(math.isfinite(v) for v in values):
@@ -358,7 +367,8 @@ class ReturnedPoint:
         self.final_values = None if final is None else [float(v) for v in final]
         start, compared = state.get("start"), state.get("compared")
         self.start = None if start is None else vector(start)
-        self.start_name = str(state.get("start_name", "the start"))
+        name = state.get("start_name")
+        self.start_name = None if name is None else str(name)
         self.compared = None if compared is None else [float(v) for v in compared]
         # checkpoints before a close comparison could add values have none
         self.more_candidate = [float(v) for v in state.get("more_candidate", [])]
