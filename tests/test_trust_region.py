@@ -452,8 +452,7 @@ def test_the_end_compares_with_the_point_it_is_given_in_place_of_x0():
     done, note = returned.take_final([2.0, 2.1, 2.2, 2.3, 1.0, 1.1, 1.2, 1.3])
     assert not done and returned.chosen() == "start"
     assert note == (
-        " x is the trust region's centre: the final iterate's values were significantly above"
-        " its."
+        " x is the trust region's centre: the final iterate's values were significantly above its."
     )
     close = ReturnedPoint(noisy=False, final_evaluations=1, start=np.zeros(3), xp=np)
     close.become_noisy(4, np.zeros(3), None, fresh=4, extension=0)
