@@ -73,8 +73,12 @@ def test_a_gradient_is_forward_differences_in_asks_of_at_most_a_block():
     h = math.sqrt(np.finfo(float).eps) * np.maximum(np.abs(x0), np.linalg.norm(x0) / math.sqrt(d))
     error = np.abs(np.asarray(phase.g) * phase.f_unit - gradient)
     rounding = 4 * np.finfo(float).eps * abs(f(x0)) / h  # two values' rounding, and h's
-    assert np.all(error <= 0.5 * np.diag(H) * h * 1.01 + rounding)  # and the difference's bias
-    assert np.median(error / np.abs(gradient)) < 1e-6
+    bound = 0.5 * np.diag(H) * h * 1.01 + rounding  # and the difference's bias
+    assert np.all(error <= bound)
+    # the values' rounding errors are independent: typically well within their worst case
+    # (on f(x0) = 1.4e3 the rounding is most of the bound, so a fixed relative error would
+    # depend on the processor's summation order)
+    assert np.median(error / bound) < 0.5
     assert phase.nfev == d + 1
 
 
