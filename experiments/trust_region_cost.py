@@ -1,7 +1,8 @@
 """The trust region's own time per ask (`zovh_opt._driver.trust_region`), the objective excluded.
 
 A sphere with relative noise 1e-3 from 0, the region driven directly until it ends; the median
-and largest time of an ask and its tell, per d. Quoted on the theory page, *The trust region*.
+and largest time of an ask and its tell, per d (2, 5, 10, 20). Quoted on the theory page, *The
+trust region*.
 
     OMP_NUM_THREADS=1 python experiments/trust_region_cost.py
 """
@@ -15,7 +16,7 @@ import numpy as np
 from zovh_opt._driver.trust_region import TrustRegionPhase
 
 if __name__ == "__main__":
-    for d in (2, 5, 10):
+    for d in (2, 5, 10, 20):
         rng = np.random.default_rng(0)
 
         def f(x, rng=rng):

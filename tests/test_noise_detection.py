@@ -94,9 +94,10 @@ def test_outliers_missed_at_x0_are_found_by_a_repeat_of_the_best_point():
 def test_a_noisy_objective_is_found_at_x0_and_measured_there():
     noise = np.random.default_rng(0)
     fun, points, values = recorded(lambda x: float(x @ x) + 0.5 * noise.standard_normal())
-    res = zovh_opt.minimize(fun, np.ones(20), rng=1, options={"maxfev": 4000})
-    assert all(np.array_equal(p, np.ones(20)) for p in points[:10])  # x0, 10 values
-    assert not np.array_equal(points[10], np.ones(20))
+    x0 = np.full(20, 0.1)  # f(x0) = 0.2: the noise is not mild (the trust region's 5 %)
+    res = zovh_opt.minimize(fun, x0, rng=1, options={"maxfev": 4000})
+    assert all(np.array_equal(p, x0) for p in points[:10])  # x0, 10 values
+    assert not np.array_equal(points[10], x0)
     # the sample sd of 10 values of sd 0.5: outside (0.135, 0.968) with probability 2e-4
     # (chi-square, 9 degrees of freedom); the band (0.3, 0.8) before failed one stream in 20
     assert 0.135 < res.noise_std < 0.968 and "Noise detected" in res.message
@@ -118,19 +119,20 @@ def test_noise_known_before_the_first_iteration_gives_the_model_more_pairs():
         told = zovh_opt.Optimizer(np.ones(small), rng=0, options={"noisy": True})
         assert told._parts.method.n_directions == capped
     noise = np.random.default_rng(0)
-    noisy = lambda x: float(x @ x) + 0.1 * noise.standard_normal()  # noqa: E731
-    told = zovh_opt.Optimizer(np.ones(d), rng=0, options={"noisy": True, "maxfev": maxfev})
+    noisy = lambda x: float(x @ x) + noise.standard_normal()  # noqa: E731
+    x0 = np.full(d, 0.1)  # f(x0) = 0.2: the noise is not mild, the method's path
+    told = zovh_opt.Optimizer(x0, rng=0, options={"noisy": True, "maxfev": maxfev})
     assert (
         told._parts.method.n_directions == 24 and told._parts.method_options["n_directions"] == 24
     )
-    found = zovh_opt.Optimizer(np.ones(d), rng=0, options={"maxfev": maxfev})
+    found = zovh_opt.Optimizer(x0, rng=0, options={"maxfev": maxfev})
     assert found._parts.method.n_directions == plain
     while found.stage == "measure":
         found.tell([noisy(p) for p in found.ask()])
     assert found.nit == 0 and found._parts.method.n_directions == 24 and len(found.ask()) == 48
     assert found._parts.method.robust  # the rebuilt method acted on the noise
     for options in ({"n_directions": 5}, {"curvature": "off"}):
-        opt = zovh_opt.Optimizer(np.ones(d), rng=0, options={"maxfev": maxfev, **options})
+        opt = zovh_opt.Optimizer(x0, rng=0, options={"maxfev": maxfev, **options})
         while opt.stage == "measure":
             opt.tell([noisy(p) for p in opt.ask()])
         assert opt._parts.method.n_directions == (5 if options.get("n_directions") else 3)
@@ -181,7 +183,7 @@ def test_disp_rows_follow_a_run_rebuilt_with_more_pairs(capsys):
     noise = np.random.default_rng(0)
     res = zovh_opt.minimize(
         lambda x: float(x @ x) + 0.1 * noise.standard_normal(),
-        np.ones(20),
+        np.full(20, 0.1),  # f(x0) = 0.2: the noise is not mild, the method's path
         rng=0,
         options={"maxfev": 20_000, "disp": True},
     )

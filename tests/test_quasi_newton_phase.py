@@ -437,8 +437,9 @@ def test_a_method_that_found_a_lower_value_keeps_the_run_after_the_step_limit():
     phase = res.quasi_newton
     steps = {
         "nit": DEFAULT.quasi_newton.MAX_STEPS,
-        "nfev": 14 * DEFAULT.quasi_newton.MAX_STEPS - 1,
-    }  # a gradient, its recheck, a trial (x0's values repeated just before: no recheck)
+        "nfev": 14 * DEFAULT.quasi_newton.MAX_STEPS,
+    }  # a gradient, its recheck, a trial (x0's values repeated just before: no recheck; the
+    # first gradient's probe for ruggedness, d <= TRUST_REGION_MAX_DIMENSION, one more)
     assert phase == {**steps, "ended": "steps", "resumes": 0, "hops": 0, "walls": 0}
     assert res.fun < 1e-70
 
@@ -1190,6 +1191,40 @@ def test_the_probe_ends_a_rugged_phase_at_its_first_gradient(d, amplitude):
     np.testing.assert_array_equal(wide[:, 1:], np.stack([x0[1:]] * 2))
     phase.tell([f(p) for p in wide])
     assert phase.ended == "rugged" and phase.rugged and phase.nfev == d + 3
+
+
+@pytest.mark.parametrize("known", [True, False], ids=["x0-repeated", "x0-once"])
+def test_an_outlier_read_as_ruggedness_is_measured_again(known):
+    """Noise in a fraction of the calls (bbob-noisy's Cauchy model): ``f(x + h_0 e_0)`` an
+    outlier, every other value exact. The probe reads ruggedness, but at ``ROUGH_WIDTH h`` the
+    second difference is ``f''`` times that step squared, far below the reading: the values
+    that read it are measured again (``f(x)`` too where no repeat confirmed it), the outlier
+    does not repeat, and the phase ends on noise with the two values, not ``"rugged"`` (a
+    deterministic region would have kept the outlier's errors). A solver's tolerance, which
+    keeps its size at every step, is not measured again (the test above)."""
+    f, *_ = rotated_quadratic(3, 10.0, seed=1)
+    x0 = np.array([0.5, -1.0, 2.0])
+    calls, forward = [], 1 if known else 2  # (the centre opens a first ask that measures it)
+
+    def outlier_once(x):
+        calls.append(np.array(x))
+        return float(f(x)) + (1.0 if len(calls) == forward else 0.0)  # f(x + h_0 e_0)
+
+    value = f(x0) if known else None
+    phase = QuasiNewtonPhase(x0, float(np.linalg.norm(x0)), value, recheck=not known, probe=True)
+    first = points(phase)
+    phase.tell([outlier_once(p) for p in first])
+    assert phase.wide is not None and not phase.done  # the outlier read as ruggedness
+    phase.tell([outlier_once(p) for p in points(phase)])  # x +- W h e_0: smooth there
+    assert not phase.done and phase.repeating
+    phase = phase_from_state(phase_state(phase), x0)
+    again = points(phase)
+    row = forward - 1  # x + h_0 e_0's in the first ask
+    expected = [first[row], first[-1], *([] if known else [x0])]
+    np.testing.assert_array_equal(again, np.stack(expected))
+    phase.tell([outlier_once(p) for p in again])
+    assert phase.ended == "noise" and phase.noisy and not phase.rugged
+    assert phase.noise_values == pytest.approx([f(first[row]) + 1.0, f(first[row])])
 
 
 def takagi(x):

@@ -267,15 +267,16 @@ def test_a_rugged_function_is_followed_into_local_minima():
     """Rastrigin (d = 3, period 1): at a radius of about 0.1 a batch's values change with the
     local slope (~60), at 0.5 with the smoothed one, so after the radius shrinks the slope
     test sees the values spread as noise would and sets a floor; the runs wandered above it
-    until ``maxfev`` or three stalls, at no minimum (1 of these 8 starts ended at one). The
-    stalls' finer scale goes below it: 7 of the 8 end at a local minimum (the eighth stops
-    by ``xtol`` at a gradient of 21), in fewer evaluations."""
+    until ``maxfev`` or three stalls, at no minimum (1 of the first 8 starts ended at one).
+    The stalls' finer scale goes below it: most end at a local minimum, in fewer evaluations
+    (the others stop by ``xtol`` at gradients of 20 to 30). Which ones is rounding's chaos: 7
+    of the first 8 on one processor, 5 on another, 21 of 24 there."""
     at_minimum = 0
-    for seed in range(8):
+    for seed in range(24):
         x0 = np.random.default_rng(seed).uniform(-4.0, 4.0, 3)
         options = {"maxfev": 3000, "quasi_newton": False}  # the step rule's stalls
         res = zovh_opt.minimize(rastrigin, x0, rng=0, options=options)
         gradient = 2 * res.x + 20 * np.pi * np.sin(2 * np.pi * res.x)
         assert res.success and res.nfev < 3000, res.message
         at_minimum += bool(np.max(np.abs(gradient)) < 1e-4)
-    assert at_minimum >= 6
+    assert at_minimum >= 18

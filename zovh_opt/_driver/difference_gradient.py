@@ -3,9 +3,10 @@
 A gradient is ``d`` forward differences with steps ``sqrt(eps) max(|x_i|, l / sqrt(d))``
 made exact in ``x``'s precision, in asks of at most `BLOCK` points; its first ask measures
 the centre again where noise is not ruled out (a value that does not repeat ends the phase:
-noise); a coordinate whose forward value is not finite is measured backwards. At ``d <= 10``
-the first gradient also probes for ruggedness (theory page, *Mild noise at small d*, *The
-probe*). The steps and line searches: `zovh_opt._driver.quasi_newton`.
+noise); a coordinate whose forward value is not finite is measured backwards. Where the
+trust region may follow (``d <= 20``) the first gradient also probes for ruggedness, and
+measures the values that read it again where they may hold an outlier (theory page, *Mild
+noise at small d*, *The probe*). The steps and line searches: `zovh_opt._driver.quasi_newton`.
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ class DifferenceGradient:
     def _gradient_size(self) -> int:
         """The points of a gradient's next ask (or of the probe's wide pair)."""
         if self.wide is not None:
-            return 2
+            return len(self.probed) if self.repeating else 2
         if self._retrying:
             return len(self.retry)
         return (
@@ -76,14 +77,23 @@ class DifferenceGradient:
         """A gradient's values (in the phase's unit): the differences, the centre's repeat,
         the backward retries and the probe; True when the gradient is complete."""
         if self.wide is not None:
-            if self._noise_like(*values):
+            if self.repeating:
+                rugged = self._probe_repeated(values)
+            else:
+                rugged = self._noise_like(*values)
+                quiet = self._second(*values) < active().quasi_newton.ROUGH_QUIET * self.wide
+                if rugged and quiet:
+                    self.repeating = True  # (an outlier among the probe's values?)
+                    return False
+            if rugged:
                 self.ended = "rugged"
-            self.wide = None
+            self.wide, self.probed, self.repeating = None, [], False
             return False
         if self._retrying:
             return self._tell_backward(values)
         probe = values.pop() if self._with_probe() else None
         centre = self._with_centre()
+        repeated = not math.isnan(self.fx)  # f(x) came before: this ask repeats it, or x0's did
         self.probing = self.centre_known = False
         if centre:
             value, values = values[0], values[1:]
@@ -110,6 +120,8 @@ class DifferenceGradient:
         complete = self._gradient_complete()
         if probe is not None and not self.done:  # (the probe's ask held the whole gradient)
             self.wide = self._ruggedness(values[0], probe, max(map(abs, differences)))
+            unverified = [] if repeated else [self.fx]
+            self.probed = [] if self.wide is None else [values[0], probe, *unverified]
         return complete
 
     @property
@@ -168,13 +180,33 @@ class DifferenceGradient:
         return (j, 1.0) if j >= self.measured else None
 
     def _wide_points(self) -> list[Any]:
-        """``x + W h_0 e_0`` and ``x - W h_0 e_0`` (``W`` = `ROUGH_WIDTH`), new arrays."""
+        """``x + W h_0 e_0`` and ``x - W h_0 e_0`` (``W`` = `ROUGH_WIDTH`), or where the probe's
+        values are measured again (`_probe_repeated`), ``x + h_0 e_0``, ``x - h_0 e_0`` and
+        ``x`` (as many as ``probed``); new arrays."""
+        if self.repeating:
+            steps = [self._steps(0, 1), self._steps(0, 1, -1.0), None][: len(self.probed)]
+        else:
+            steps = [self._wide_step(1.0), self._wide_step(-1.0)]
         rows = []
-        for sign in (1.0, -1.0):
+        for step in steps:
             row = self.xp.asarray(self.x, copy=True)
-            row[0:1] = self.x[0:1] + self._wide_step(sign)
+            if step is not None:
+                row[0:1] = self.x[0:1] + step
             rows.append(row)
         return rows
+
+    def _probe_repeated(self, values: list[float]) -> bool:
+        """Whether the values that read ruggedness (``probed``: ``f(x + h_0 e_0)``,
+        ``f(x - h_0 e_0)``, and ``f(x)`` where no repeat has confirmed it) repeat when
+        measured again, asked where the second difference at ``W h_0`` was below `ROUGH_QUIET`
+        of the reading: ruggedness of the reading's size would show there too. Noise in a
+        fraction of the calls (bbob-noisy's Cauchy outliers) reads so when one of the values
+        was an outlier; it does not repeat, and the phase ends on noise (`_found_noise`)."""
+        for i, (before, value) in enumerate(zip(self.probed, values, strict=False)):
+            if math.isfinite(value) and not repeats(value, before, self.eps):
+                self._found_noise(before, value, at_centre=i == 2)
+                return False
+        return True
 
     def _wide_step(self, sign: float) -> Any:
         """``+- W h_0``, made exact in ``x_0``'s precision."""

@@ -48,14 +48,14 @@ def minimize(
     1. ``x0`` is evaluated twice. Values that differ mean a noisy objective: the run then
        skips the quasi-Newton phase, runs the method with more pairs per iteration and ends by
        comparing its answer with ``x0`` on fresh values (*Noisy objectives* below). Where the
-       noise is mild (the two values within 5 % of their mean) and ``d <= 10``, a model-based
+       noise is mild (the two values within 5 % of their mean) and ``d <= 20``, a model-based
        trust region comes first: a quadratic model that every value updates, steps within a
        radius, until the radius or the budget runs out (``result.trust_region``).
     2. A deterministic run starts with a finite-difference quasi-Newton phase
        (``quasi_newton``): forward-difference gradients and L-BFGS steps, until it converges,
        finds noise, meets a wall of ``f`` or reaches its step limit. Where its first
        gradient's second difference, or its convergence, shows ruggedness (a solver's
-       tolerance), or it finds mild noise, at ``d <= 10``, the trust region of stage 1 goes
+       tolerance), or it finds mild noise, at ``d <= 20``, the trust region of stage 1 goes
        on from its point.
     3. The curvature method takes over from the phase's point: a Hessian model learned from
        the paper's estimator on antithetic pairs (full up to ``d = 40``, diagonal above; the

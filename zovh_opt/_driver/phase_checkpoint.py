@@ -35,6 +35,8 @@ def phase_state(phase: QuasiNewtonPhase) -> dict[str, Any]:
         "probing": phase.probing,
         "centre_known": phase.centre_known,
         "wide": phase.wide,
+        "probed": list(phase.probed),
+        "repeating": phase.repeating,
         "measured": phase.measured,
         "retry": list(phase.retry),
         "steps": phase.steps,
@@ -98,6 +100,8 @@ def phase_from_state(
     phase.centre_known = bool(state.get("centre_known", False))
     wide = state.get("wide")
     phase.wide = None if wide is None else float(wide)
+    phase.probed = [float(v) for v in state.get("probed", [])]  # (none before the repeats)
+    phase.repeating = bool(state.get("repeating", False))
     phase.measured, phase.steps = int(state["measured"]), int(state["steps"])
     # (checkpoints written before `stalled`: a phase that converged as it was then judged)
     phase.longest = float(state.get("longest", math.inf))

@@ -2,8 +2,8 @@
 
     measure x0 ─┬─→ quasi-Newton phase ─┬───────────────→ iterate ─→ final ─→ done
     (noise?)    │   (deterministic:     │ rugged or mild   ↑   │   (the method; hop,
-                │    FD L-BFGS)         ↓ noise, d <= 10   │   │    refine, resume)
-                └─ mild noise, d <= 10 → trust region ─────┤   │
+                │    FD L-BFGS)         ↓ noise, d <= 20   │   │    refine, resume)
+                └─ mild noise, d <= 20 → trust region ─────┤   │
                                                            └───┴─ measure the best point
                                                                   again, or a noisy run's
                                                                   centre (drift check)

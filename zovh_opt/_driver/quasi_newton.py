@@ -55,7 +55,9 @@ class QuasiNewtonPhase(DifferenceGradient, SecondOpinion):
         Whether the first gradient also measures ``x - h_0 e_0``, whose second difference
         tells a rugged ``f`` from a smooth one (`_ruggedness`), and where it reads ruggedness,
         ``x +- ROUGH_WIDTH h_0 e_0`` too, which tell noise-like ruggedness from a function
-        rugged at every scale (`_noise_like`); the phase then ends ``"rugged"``.
+        rugged at every scale (`_noise_like`); the phase then ends ``"rugged"``, unless the
+        second difference there was quiet and the values that read ruggedness did not repeat
+        (`_probe_repeated`: an outlier; the phase ends on noise).
     """
 
     def __init__(
@@ -91,6 +93,8 @@ class QuasiNewtonPhase(DifferenceGradient, SecondOpinion):
         self.searching = False  # False: measuring a gradient; True: a line search
         self.probing = bool(probe)  # the first gradient measures x - h_0 e_0 too (`_ruggedness`)
         self.wide: float | None = None  # the ruggedness it read, until x +- W h_0 e_0 are in
+        self.probed: list[float] = []  # ... the values that read it (`_probe_repeated`)
+        self.repeating = False  # ... which the pending ask measures again
         self.measured = 0  # coordinates of the gradient measured so far
         self.retry: list[int] = []  # coordinates whose forward value failed: measured backwards
         self.steps = 0  # accepted steps

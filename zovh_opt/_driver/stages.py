@@ -399,16 +399,20 @@ class TrustRegion(Stage):
         region's last good radius (`TrustRegionPhase.length`), or its own where the noise
         stayed as large as at ``x0`` (`TrustRegionPhase.noise_stayed`: its batches must rise
         above that noise, and the radius, cut down to where steps fail within it, is far too
-        short for that). Where the run is noisy the method reads its batches as a noisy
-        run's, told the noise last measured near the centre (``level``: x0's would be far
-        too large where the noise fell with ``f``), and the end compares its answer with the
-        region's centre, not with ``x0``, which the region's steps left behind."""
+        short for that) or the radius ran out in noise after a check
+        (`TrustRegionPhase.ran_out`: the check may have read the noise far too low). Where
+        the run is noisy the method reads its batches as a noisy run's, told the noise last
+        measured near the centre (``level``: x0's would be far too large where the noise fell
+        with ``f``; after a run-out the largest reading, `TrustRegionPhase.noise_read`), and
+        the end compares its answer with the region's centre, not with ``x0``, which the
+        region's steps left behind."""
         region, space = parts.trust_region, parts.method.space
         x = space.from_host(region.x)
-        scale = None if region.noise_stayed else region.length
+        scale = None if region.noise_stayed or region.ran_out else region.length
         method_from(parts, x, scale, noisy=region.noisy, space=space)
         if region.noisy:
-            parts.method.noise_found((region.level / parts.coordinates.f_unit) ** 2)
+            level = region.noise_read if region.ran_out else region.level
+            parts.method.noise_found((level / parts.coordinates.f_unit) ** 2)
             if region.steps:
                 parts.returned.compare_with(space.to_user(x), "the trust region's centre")
 

@@ -134,6 +134,19 @@ class TrustRegionPhase:
         it did not fall with ``f`` (additive noise), or no check measured it again."""
         return self.noisy and not self.level < active().trust_region.NOISE_KEPT * self.noise
 
+    @property
+    def ran_out(self) -> bool:
+        """Whether a noisy region ran its radius to the end after a check measured noise
+        near the centre: steps failed at every radius below the last good one, as they do
+        where the noise, not ``f``, decides them; a check's three values may have read it far
+        too low (below a third of it about one time in ten)."""
+        return self.noisy and self.ended == "radius" and self.measured and self.level > 0
+
+    @property
+    def noise_read(self) -> float:
+        """The largest reading of the noise: ``x0``'s, the last check's, the fit's residuals'."""
+        return max(self.noise, self.level, self.misfit)
+
     def _stencil(self) -> list[np.ndarray]:
         """The first points: ``u0 +- e_j`` (radius 1), which give the model's gradient and
         the diagonal of its Hessian."""
