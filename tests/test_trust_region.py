@@ -10,7 +10,7 @@ import pytest
 import zovh_opt
 from zovh_opt._driver import stages
 from zovh_opt._driver.returned_point import ReturnedPoint
-from zovh_opt._driver.trust_region import TrustRegionPhase, step_in_ball
+from zovh_opt._driver.trust_region import TrustRegionPhase, _least_squares, step_in_ball
 from zovh_opt._methods._base import AskTellMethod
 
 
@@ -466,6 +466,22 @@ def test_a_region_that_ran_its_radius_out_in_noise_hands_over_as_if_it_stayed(mo
     assert region.ran_out and not region.noise_stayed and scale is None
     assert region.level < 0.1 < region.noise_read  # the check's reading, the largest
     assert told == [pytest.approx(region.noise_read**2)] and len(compared) == 1
+
+
+def test_a_fit_whose_svd_does_not_converge_is_solved_by_a_factorisation(monkeypatch):
+    """LAPACK's SVD-based least squares can fail to converge on finite rows (once at d = 20,
+    bbob f24 instance 5, rows of magnitude 1e3: the run raised ``LinAlgError``); the fit then
+    takes a complete orthogonal factorisation, whose solution is the same where the rows have
+    full rank."""
+    rng = np.random.default_rng(0)
+    rows, rhs = rng.standard_normal((40, 12)), rng.standard_normal(40)
+    expected = np.linalg.lstsq(rows, rhs, rcond=None)[0]
+
+    def fails(*args, **kwargs):
+        raise np.linalg.LinAlgError("SVD did not converge in Linear Least Squares")
+
+    monkeypatch.setattr(np.linalg, "lstsq", fails)
+    np.testing.assert_allclose(_least_squares(rows, rhs), expected, rtol=1e-10, atol=1e-12)
 
 
 def test_the_end_compares_with_the_point_it_is_given_in_place_of_x0():
