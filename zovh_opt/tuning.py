@@ -59,7 +59,7 @@ class Dimensions:
     # "auto" learns a full model up to this d, a diagonal one above
     FULL_MODEL_MAX_DIMENSION: int = 40
     # up to this d a mildly noisy run starts with the model-based trust region ((d + 1)(d + 2) / 2
-    # unknowns, 231 at d = 20: 3.2 ms an ask; mild-noise cells at d = 20 5 -> 12 of 15)
+    # unknowns, 231 at d = 20: 3.2 ms an ask; mild-noise cells won at d = 20 4 -> 12 of 15)
     TRUST_REGION_MAX_DIMENSION: int = 20
 
 

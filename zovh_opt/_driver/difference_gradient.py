@@ -28,7 +28,7 @@ class DifferenceGradient:
     ``_found_noise``, a complete gradient its ``_gradient_complete``."""
 
     def _gradient_size(self) -> int:
-        """The points of a gradient's next ask (or of the probe's wide pair)."""
+        """The points of a gradient's next ask (or of the probe's wide pair, or its repeats)."""
         if self.wide is not None:
             return len(self.probed) if self.repeating else 2
         if self._retrying:
