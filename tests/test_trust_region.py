@@ -542,3 +542,38 @@ def test_noise_that_x0s_values_understated_is_found_by_the_fit():
         assert region.ended == "noise" and region.measured
         told += region.level > 0.1
     assert told >= 3
+
+
+def test_the_regions_fit_is_the_same_at_every_scale_of_f():
+    """``f -> 2^k f`` scales the region's model by ``2^k`` exactly: the fit runs in a unit of
+    f near the values' changes (a power of two). At f of 1e150 the squares in the fit
+    overflowed (a hypothesis case: the SVD of rows of infinities), at 1e-301 they underflow."""
+
+    def rosenbrock(x):
+        return float(100 * (x[1] - x[0] ** 2) ** 2 + (1 - x[0]) ** 2)
+
+    def model(power):
+        x0 = np.array([-1.2, 1.0])
+        region = TrustRegionPhase(x0, rosenbrock(x0) * 2.0**power, 0.0, noisy=False)
+        ask = [region.point(i) for i in range(len(region.pending))]
+        region.tell([rosenbrock(p) * 2.0**power for p in ask])
+        return region._model()
+
+    g, h = model(0)
+    for power in (-1000, 500):
+        g_k, h_k = model(power)
+        assert np.array_equal(g_k / 2.0**power, g) and np.array_equal(h_k / 2.0**power, h)
+
+
+def test_a_start_on_a_face_of_the_box_sets_radii_from_the_box():
+    """Relative noise 1e-3 on a shifted sphere in ``[0, 1]^4`` from ``x0 = 0``, a face: in the
+    box map's coordinates ``x0`` is ``-6.9e-18``, a rounding, and set first radii of ``7e-19``
+    (the region then barely moved: 0.29 from the minimum in 400 evaluations); magnitudes
+    below ``sqrt(eps) l`` set none, and the radius is 1 as from ``x0 = 0``."""
+    noise = np.random.default_rng(0)
+
+    def f(x):
+        return float(np.sum((x - 0.3) ** 2) + 1.0) * (1 + 1e-3 * noise.standard_normal())
+
+    res = zovh_opt.minimize(f, np.zeros(4), bounds=[(0, 1)] * 4, rng=0, options={"maxfev": 400})
+    assert res.trust_region["nfev"] >= 8 and np.abs(res.x - 0.3).max() < 0.05

@@ -331,7 +331,9 @@ class TrustRegion(Stage):
         if not cls.fits(parts):
             return False
         x, x0 = phase.space.to_host(phase.x), phase.space.to_host(phase.start)
-        parts.trust_region = TrustRegionPhase(x, phase.f_value, 0.0, noisy=False, like=x0)
+        parts.trust_region = TrustRegionPhase(
+            x, phase.f_value, 0.0, noisy=False, like=x0, length=phase.length
+        )
         return True
 
     @classmethod
@@ -351,7 +353,9 @@ class TrustRegion(Stage):
         x, x0 = phase.space.to_host(phase.x), phase.space.to_host(phase.start)
         back = phase.previous is not None and phase.x is phase.start  # (no confirmed progress)
         f = phase.f_start * phase.f_unit if back else mean(values)
-        parts.trust_region = TrustRegionPhase(x, f, sample_std(values), like=x0)
+        parts.trust_region = TrustRegionPhase(
+            x, f, sample_std(values), like=x0, length=phase.length
+        )
         return True
 
     def start(self, parts: Any) -> bool:
@@ -360,7 +364,9 @@ class TrustRegion(Stage):
             return False
         finite = parts.noise.finite_values()
         x0 = parts.method.space.to_host(parts.method.x)
-        parts.trust_region = TrustRegionPhase(x0, mean(finite), sample_std(finite))
+        parts.trust_region = TrustRegionPhase(
+            x0, mean(finite), sample_std(finite), length=parts.method.scale
+        )
         return True
 
     def asked(self, parts: Any) -> int:

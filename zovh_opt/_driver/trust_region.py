@@ -22,6 +22,7 @@ import scipy.linalg
 
 from .._noise.samples import sample_std
 from ..tuning import active
+from .coordinates import power_of_two_near
 
 __all__ = ["TrustRegionPhase", "step_in_ball"]
 
@@ -89,15 +90,26 @@ class TrustRegionPhase:
     like : numpy.ndarray, optional
         The point whose magnitudes set the first radii (``x0``, where the region starts
         elsewhere); ``x0`` itself by default.
+    length : float, optional
+        The run's length scale ``l``: magnitudes below ``sqrt(eps) l`` are rounding (a start
+        on a box's face is ``1e-17`` there), and set no radius.
     """
 
     def __init__(
-        self, x0: np.ndarray, f0: float, noise: float, *, noisy: bool = True, like: Any = None
+        self,
+        x0: np.ndarray,
+        f0: float,
+        noise: float,
+        *,
+        noisy: bool = True,
+        like: Any = None,
+        length: float = 0.0,
     ) -> None:
         self.noisy = bool(noisy)
         self.dim = int(x0.shape[0])
         rules = active().trust_region
         magnitudes = np.abs(x0 if like is None else like)
+        magnitudes[magnitudes < math.sqrt(np.finfo(np.float64).eps) * length] = 0.0
         largest = float(magnitudes.max())
         floor = rules.COORDINATE_FLOOR * largest if largest > 0 else 1.0 / rules.RADIUS
         self.scale = rules.RADIUS * np.maximum(magnitudes, floor)
@@ -306,23 +318,27 @@ class TrustRegionPhase:
         if near.size < d + 1:
             near = nearest[: d + 1]
         s = offsets[near] / radius
+        changes = values[near] - self.fu
+        largest = float(np.max(np.abs(changes)))
+        # the fit in a unit of f near its changes (a power of two, exact): f of 1e154 would
+        # overflow the squares, and 1e-300 underflow them
+        unit = power_of_two_near(largest) if math.isfinite(largest) and largest > 0 else 1.0
         rest = (
             values[near]
             - self.fu
             - 0.5 * np.einsum("ni,ij,nj->n", s, self.hessian, s) * (radius * radius)
-        )
+        ) / unit
         iu = np.triu_indices(d)
         quadratic = s[:, iu[0]] * s[:, iu[1]]
         quadratic[:, iu[0] == iu[1]] *= 0.5
         free = active().trust_region.FREE  # the value and slope columns: barely penalised
         a = np.hstack([free * np.ones((near.size, 1)), free * s, quadratic])
         weights = 1.0 / (1.0 + (distance[near] / radius) ** 3)
-        rows, rhs = self._ridge(
-            a * weights[:, None], rest * weights, (values[near] - self.fu) * weights
-        )
+        rows, rhs = self._ridge(a * weights[:, None], rest * weights, changes / unit * weights)
         solution = _least_squares(rows, rhs)
         if self.noisy and not self.measured:  # (read by `_below_noise` until a check)
-            self.misfit = 1.4826 * float(np.median(np.abs(a @ solution - rest)))
+            self.misfit = 1.4826 * float(np.median(np.abs(a @ solution - rest))) * unit
+        solution = solution * unit
         change = np.zeros((d, d))
         change[iu] = solution[d + 1 :]
         change = change + change.T - np.diag(np.diag(change))
