@@ -382,7 +382,9 @@ def test_a_phase_on_the_box_maps_fold_leaves_it_after_skipped_pairs(monkeypatch,
     along ``z_1``; its secant pairs there are all skipped, and the pairs from the steep start
     kept its steps at 4e-4 for 494 steps: the run ended by its budget 37 above the minimum.
     With `SKIPPED_PAIRS` the run converges to it by itself, and so it does with the line
-    search's lengthening of such steps alone (`MAX_EXPANSIONS`); without either it crawls."""
+    search's lengthening of such steps alone (`MAX_EXPANSIONS`); without either it crawls.
+    (The default run, which the trust region opens, converges too; the rest is the phase from
+    the start, the opening off.)"""
     cocoex = pytest.importorskip("cocoex")
     from zovh_opt.benchmarks.coco import optimal_value
 
@@ -399,6 +401,9 @@ def test_a_phase_on_the_box_maps_fold_leaves_it_after_skipped_pairs(monkeypatch,
                 bounds=[(-5, 5)] * 2, options={"maxfev": 2000},
             )  # fmt: skip
 
+    res = run()
+    assert res.success and res.fun - f_opt < 1e-6 and res.nfev < 1000
+    tune("dimensions", OPENING_MAX_DIMENSION=0)  # the phase from the start, as recorded
     res = run()
     assert res.success and res.fun - f_opt < 1e-6 and res.nfev < 1000
     tune("quasi_newton", SKIPPED_PAIRS=10**9)
@@ -471,7 +476,14 @@ def ripples(x):
     return float(np.sum(x**2 - 2 * np.cos(2 * np.pi * x)) + 2 * x.shape[0])
 
 
-def test_at_d_2_a_converged_phase_hops_to_the_lower_basin_the_method_found(capsys):
+@pytest.fixture
+def phase_from_x0(tune):
+    """At d <= 3 the phase from ``x0``, without the trust region's opening before it: these
+    runs were built to meet the phase's hops and refinements from their starts."""
+    tune("dimensions", OPENING_MAX_DIMENSION=0)
+
+
+def test_at_d_2_a_converged_phase_hops_to_the_lower_basin_the_method_found(capsys, phase_from_x0):
     """The phase converges at the local minimum near x0; the method's first 10 iterations
     find a lower value farther than HOP_DISTANCE l from it, and the phase runs again from
     there (a local search of the next basin), where the run ends lower than the first
@@ -535,7 +547,7 @@ def run_with_rebuilds(opt, f):
 
 
 @pytest.mark.parametrize("dim", [2, 3, 4])
-def test_a_lower_value_at_the_phases_resolution_refines_at_a_finer_scale(dim):
+def test_a_lower_value_at_the_phases_resolution_refines_at_a_finer_scale(dim, phase_from_x0):
     """Once the method's first iterations after the converged phase found a lower value
     within HOP_DISTANCE l of its point, the method starts again from that lowest point at the
     length scale REFINE_SCALE l (not the kick's), and the run converges there; above
@@ -554,7 +566,7 @@ def test_a_lower_value_at_the_phases_resolution_refines_at_a_finer_scale(dim):
     assert scale == pytest.approx(DEFAULT.quasi_newton.REFINE_SCALE) and np.array_equal(x, lowest)
 
 
-def test_a_checkpoint_after_the_refinement_continues_bit_for_bit(tmp_path):
+def test_a_checkpoint_after_the_refinement_continues_bit_for_bit(tmp_path, phase_from_x0):
     """Saved two asks after the method was built again at the finer scale (the rotated
     quadratic of the test above at d = 3), the loaded run ends as the whole one."""
     f, x0 = refined_quadratic(3)
@@ -582,7 +594,7 @@ def test_a_hop_in_a_box_starts_from_the_lowest_point_in_the_runs_coordinates():
     assert res.fun < 1.96 and np.allclose(res.x, 0.975, atol=1e-3)
 
 
-def test_a_checkpoint_in_a_hopped_phase_continues_bit_for_bit(tmp_path):
+def test_a_checkpoint_in_a_hopped_phase_continues_bit_for_bit(tmp_path, phase_from_x0):
     x0 = np.array([2.9, -2.1])
     whole = zovh_opt.Optimizer(x0, rng=0)
     asks = within = 0

@@ -237,11 +237,11 @@ def test_a_rugged_deterministic_f_goes_on_in_the_trust_region():
 
 def test_noise_the_phase_finds_goes_on_in_the_trust_region():
     """bbob-noisy's Cauchy model on a quadratic at d = 3 (``f + 10``, and in 5 % of the calls
-    ``0.01`` times a Cauchy draw more): x0's two values mostly agree and the phase starts, and
-    where a repeat of its centre met an outlier (seeds 1, 5, 6, 7) the trust region goes on
-    from its point as a noisy run's. Every seed of 0-7 ends within 1e-4 of the minimum in 300
-    evaluations (f(x0) is 5 above it; the method's noisy path there: 8.5e-5, 4.6e-4, 3.2e-2 and
-    4.3e-8)."""
+    ``0.01`` times a Cauchy draw more): x0's two values mostly agree, the region opens the run
+    and the phase follows from its centre, and where a repeat of the phase's centre met an
+    outlier (seeds 1, 5, 6, 7) the trust region goes on from its point as a noisy run's. Every
+    seed of 0-7 ends within 1e-4 of the minimum in 300 evaluations (f(x0) is 5 above it; the
+    method's noisy path there: 8.5e-5, 4.6e-4, 3.2e-2 and 4.3e-8)."""
     target = np.arange(3.0)
     for seed in range(8):
         noise = np.random.default_rng(seed)
@@ -258,21 +258,25 @@ def test_noise_the_phase_finds_goes_on_in_the_trust_region():
         assert float(np.sum((res.x - target) ** 2)) < 1e-4
 
 
-def test_a_plateau_reached_after_the_region_is_not_called_x0s():
-    """A rough slope that ends in a plateau (bbob's f5 with a solver's tolerance, d = 2): the
-    probe hands the run to the trust region, which walks down onto the plateau, and the
-    method's flat queries end the run there. The message says the run is on a plateau, not
-    that ``x0`` lies on one (it did: 'f may be constant... start elsewhere')."""
+@pytest.mark.parametrize("dim", [2, 4])
+def test_a_plateau_reached_after_the_region_is_not_called_x0s(dim):
+    """A rough slope that ends in a plateau (bbob's f5 with a solver's tolerance): at d = 4
+    the probe hands the run to the trust region, at d = 2 the region opens it; either walks
+    down onto the plateau, and the method's flat queries end the run there. The message says
+    the run is on a plateau, not that ``x0`` lies on one (it did: 'f may be constant... start
+    elsewhere')."""
     import zlib
 
     def f(x):
         r = zlib.crc32(np.ascontiguousarray(x, dtype=np.float64).tobytes()) / 2**31 - 1.0
-        return float(np.sum(5.0 - np.minimum(x, 5.0))) * (1.0 + 1e-3 * r) - 9.0
+        return float(np.sum(5.0 - np.minimum(x, 5.0))) * (1.0 + 1e-3 * r) + 1.0 - 5.0 * dim
 
     for seed in range(3):
-        res = zovh_opt.minimize(f, np.zeros(2), rng=seed, options={"maxfev": 400})
-        assert res.quasi_newton["ended"] == "rugged" and res.trust_region["nit"] > 0
-        assert res.fun == -9.0 and "x0" not in res.message and "on a plateau" in res.message
+        res = zovh_opt.minimize(f, np.zeros(dim), rng=seed, options={"maxfev": 200 * dim})
+        path = "rugged" if dim == 4 else "zero gradient"  # (the phase after the opening)
+        assert res.quasi_newton["ended"] == path and res.trust_region["nit"] > 0
+        assert res.fun == 1.0 - 5.0 * dim
+        assert "x0" not in res.message and "on a plateau" in res.message
 
 
 def test_noise_that_stays_as_f_falls_hands_over_to_the_method():

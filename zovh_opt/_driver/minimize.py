@@ -53,10 +53,11 @@ def minimize(
        radius, until the radius or the budget runs out (``result.trust_region``).
     2. A deterministic run starts with a finite-difference quasi-Newton phase
        (``quasi_newton``): forward-difference gradients and L-BFGS steps, until it converges,
-       finds noise, meets a wall of ``f`` or reaches its step limit. Where its first
-       gradient's second difference, or its convergence, shows ruggedness (a solver's
-       tolerance), or it finds mild noise, at ``d <= 20``, the trust region of stage 1 goes
-       on from its point.
+       finds noise, meets a wall of ``f`` or reaches its step limit. At ``d <= 3`` the trust
+       region opens it: its first ``10 d`` evaluations, then the phase from its centre.
+       Where the phase's first gradient's second difference, or its convergence, shows
+       ruggedness (a solver's tolerance), or it finds mild noise, at ``d <= 20``, the trust
+       region of stage 1 goes on from its point.
     3. The curvature method takes over from the phase's point: a Hessian model learned from
        the paper's estimator on antithetic pairs (full up to ``d = 40``, diagonal above; the
        paper's Algorithm 1 where less than ``30 d`` evaluations are left), with steps judged
@@ -156,7 +157,8 @@ def minimize(
         ``failed_evaluations`` (values that were NaN or +-inf), ``trace`` (per iteration
         ``nit``, ``nfev`` and ``fun``, the mean
         of that iteration's values, for plotting); where they ran, ``quasi_newton`` and
-        ``trust_region`` (steps ``nit``, evaluations ``nfev``, why it ``ended``).
+        ``trust_region`` (steps ``nit``, evaluations ``nfev``, why it ``ended``; an opening
+        and a region after it count together).
 
         ``jac`` is the latest gradient estimate of the Gaussian-smoothed objective from the
         ``M`` latest queries (eq. (6); eq. (35) with query reuse; central differences of the

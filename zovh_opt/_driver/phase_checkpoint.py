@@ -24,6 +24,7 @@ def phase_state(phase: QuasiNewtonPhase) -> dict[str, Any]:
         "f_unit": phase.f_unit,
         "start": phase.start,
         "f_start": phase.f_start,
+        "f_scale": phase.f_scale,
         "length": phase.length,
         "recheck": phase.recheck,
         "g": phase.g,
@@ -91,6 +92,7 @@ def phase_from_state(
     phase = QuasiNewtonPhase(x, float(state["length"]), None, bool(state["recheck"]), within, caps)
     phase.fx, phase.f_unit = float(state["fx"]), float(state["f_unit"])
     phase.start, phase.f_start = vector(state["start"]), float(state["f_start"])
+    phase.f_scale = float(state.get("f_scale", 0.0))  # (none before the region's opening)
     phase.g, phase.jac = vector(state["g"]), vector(state["jac"])
     s, y = vector(state["pairs_s"]), vector(state["pairs_y"])
     rho = [float(r) for r in state["pairs_rho"]]

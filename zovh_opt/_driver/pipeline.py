@@ -3,10 +3,10 @@
     measure x0 ─┬─→ quasi-Newton phase ─┬───────────────→ iterate ─→ final ─→ done
     (noise?)    │   (deterministic:     │ rugged or mild   ↑   │   (the method; hop,
                 │    FD L-BFGS)         ↓ noise, d <= 20   │   │    refine, resume)
-                └─ mild noise, d <= 20 → trust region ─────┤   │
-                                                           └───┴─ measure the best point
-                                                                  again, or a noisy run's
-                                                                  centre (drift check)
+                ├─ mild noise, d <= 20 → trust region ─────┤   │
+                │                                          └───┴─ measure the best point
+                └─ deterministic, d <= 3: the region's            again, or a noisy run's
+                   opening (10 d evaluations) → phase             centre (drift check)
 
 `zovh_opt.Optimizer` asks the current stage for points, tells it the values, and takes the
 stage `next_stage` names. `new_starts` (`zovh_opt._driver.new_starts`) runs whole runs one
@@ -43,10 +43,13 @@ STAGES = {s.name: s for s in (MEASURE, CHECK, QUASI_NEWTON, MODEL, ITERATE, FINA
 
 def first_stage(parts: Any) -> Stage:
     """Where a run starts: measuring ``x0`` where ``noisy="auto"`` (a noisy objective then
-    skips the phase); else the phase where it applies; else the method."""
+    skips the phase); else the region's opening or the phase where they apply; else the
+    method."""
     parts.phase_planned = QuasiNewton.applies(parts)
     if not parts.noise.done:
         return MEASURE
+    if MODEL.start_opening(parts):  # (noisy=False: nothing to measure)
+        return MODEL
     if parts.phase_planned and QUASI_NEWTON.start(parts):
         return QUASI_NEWTON
     return ITERATE
@@ -62,11 +65,14 @@ def next_stage(parts: Any, stage: Stage, outcome: Any) -> Stage:
     if stage is MEASURE:
         if not parts.noise.done:
             return MEASURE
-        if MODEL.start(parts):
+        if MODEL.start(parts) or MODEL.start_opening(parts):
             return MODEL
         return QUASI_NEWTON if QUASI_NEWTON.start_measured(parts) else ITERATE
-    if stage is MODEL:  # its end hands over to the method
-        return ITERATE if parts.trust_region.done else MODEL
+    if stage is MODEL:  # its end hands over to the method, an opening's to the phase
+        if not parts.trust_region.done:
+            return MODEL
+        phase = parts.quasi_newton
+        return QUASI_NEWTON if phase is not None and not phase.done else ITERATE
     if stage is CHECK:  # the centre, then the best point afresh where it looked lower
         return ITERATE if parts.drift.pending is None else CHECK
     # the phase's end hands over: to the trust region where it found ruggedness or mild noise

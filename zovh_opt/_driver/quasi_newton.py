@@ -58,6 +58,10 @@ class QuasiNewtonPhase(DifferenceGradient, SecondOpinion):
         rugged at every scale (`_noise_like`); the phase then ends ``"rugged"``, unless the
         second difference there was quiet and the values that read ruggedness did not repeat
         (`_probe_repeated`: an outlier; the phase ends on noise).
+    f_scale : float, optional
+        The run's scale of ``f`` (``|f(x0)|``) where the phase starts elsewhere (after the
+        trust region's opening): its walls and jumps are measured against it too, as the
+        phase from ``x0`` measures them against ``f(x0)``.
     """
 
     def __init__(
@@ -69,6 +73,7 @@ class QuasiNewtonPhase(DifferenceGradient, SecondOpinion):
         within: Callable[[Any], Any] | None = None,
         caps: Any = None,
         probe: bool = False,
+        f_scale: float = 0.0,
     ) -> None:
         self.space = ArraySpace(x0)
         self.xp = self.space.xp
@@ -81,6 +86,8 @@ class QuasiNewtonPhase(DifferenceGradient, SecondOpinion):
         if value is not None:
             self.fx = self._in_unit([float(value)])[0]
         self.start, self.f_start = self.x, self.fx  # x0 and f(x0)
+        # the run's scale of f where the phase starts elsewhere (|f(x0)|, in the user's units)
+        self.f_scale = float(f_scale)
         self.recheck = bool(recheck)
         # f(x) measured again just before the phase (x0's two values): no recheck in this gradient
         self.centre_known = False
@@ -311,7 +318,7 @@ class QuasiNewtonPhase(DifferenceGradient, SecondOpinion):
             return
         # |f| sets the scale of walls and jumps; f = 0 at x and x0 (a least-squares fit's exact
         # minimum) sets none: every positive value would be one
-        scale = max(abs(self.fx), abs(self.f_start)) or math.inf
+        scale = max(abs(self.fx), abs(self.f_start), self.f_scale / self.f_unit) or math.inf
         if self.trials >= active().quasi_newton.BACKTRACKS:
             promised = -self.alpha * self.slope
             wall = promised > active().quasi_newton.WALL * scale

@@ -178,16 +178,19 @@ class QuasiNewton(Stage):
             >= active().quasi_newton.MIN_GRADIENTS * (dim + 1) + parts.returned.reserve + 2
         )
 
-    def start(self, parts: Any, value: float | None = None) -> bool:
-        """Start the phase at ``x0``, where ``f(x0) = value`` (``None``: not measured);
-        ``False`` where the value is not finite (the method then runs alone)."""
+    @staticmethod
+    def start(parts: Any, value: float | None = None, f_scale: float = 0.0) -> bool:
+        """Start the phase at the method's point (``x0``, or where an opening region handed
+        over), where ``f = value`` there (``None``: not measured), ``f_scale`` the run's scale
+        of ``f`` there (``|f(x0)|``: walls and jumps are measured against it); ``False`` where
+        the value is not finite (the method then runs alone)."""
         if value is not None and not math.isfinite(value):
             return False
         method, coordinates = parts.method, parts.coordinates
         recheck = parts.options["noisy"] == "auto"
         parts.quasi_newton = QuasiNewtonPhase(
             method.x, method.scale, value, recheck, coordinates.in_one_period,
-            coordinates.difference_caps(), probe=TrustRegion.fits(parts),
+            coordinates.difference_caps(), probe=TrustRegion.fits(parts), f_scale=f_scale,
         )  # fmt: skip
         return True
 
@@ -196,7 +199,7 @@ class QuasiNewton(Stage):
         was planned and the values there agreed."""
         if not (parts.phase_planned and not parts.noise.detected and parts.nit == 0):
             return False
-        started = self.start(parts, parts.noise.values[0])
+        started = QuasiNewton.start(parts, parts.noise.values[0])
         if started:  # x0's values just repeated: the first gradient does not measure it again
             parts.quasi_newton.centre_known = True
         return started
@@ -284,7 +287,8 @@ class QuasiNewton(Stage):
 class TrustRegion(Stage):
     """A mildly noisy run at small d: a model-based trust region from ``x0``
     (`zovh_opt._driver.trust_region.TrustRegionPhase`) in place of the phase; at its end the
-    method starts at its centre with the budget left (`hand_over`)."""
+    method starts at its centre with the budget left (`hand_over`). A deterministic run at
+    the smallest d opens with it, and the phase follows (`start_opening`)."""
 
     name = "model"
     budgeted = True
@@ -330,9 +334,14 @@ class TrustRegion(Stage):
         the run `fits`: the trust region from the phase's point, whose radii rise above it."""
         if not cls.fits(parts):
             return False
+        region = parts.trust_region
+        if region is not None and region.opened and not phase.steps:  # at the opening's centre
+            region.go_on(rugged=True)
+            return True
         x, x0 = phase.space.to_host(phase.x), phase.space.to_host(phase.start)
-        parts.trust_region = TrustRegionPhase(
-            x, phase.f_value, 0.0, noisy=False, like=x0, length=phase.length
+        cls._install(
+            parts,
+            TrustRegionPhase(x, phase.f_value, 0.0, noisy=False, like=x0, length=phase.length),
         )
         return True
 
@@ -353,10 +362,42 @@ class TrustRegion(Stage):
         x, x0 = phase.space.to_host(phase.x), phase.space.to_host(phase.start)
         back = phase.previous is not None and phase.x is phase.start  # (no confirmed progress)
         f = phase.f_start * phase.f_unit if back else mean(values)
-        parts.trust_region = TrustRegionPhase(
-            x, f, sample_std(values), like=x0, length=phase.length
+        cls._install(
+            parts, TrustRegionPhase(x, f, sample_std(values), like=x0, length=phase.length)
         )
         return True
+
+    @classmethod
+    def start_opening(cls, parts: Any) -> bool:
+        """Where a deterministic run (``x0``'s values repeated, or ``noisy=False``) would start
+        the phase at ``x0``, ``d`` is at most `OPENING_MAX_DIMENSION` and the run `fits`: the
+        region opens it, deterministic, for `OPENING` ``d`` evaluations, and the phase goes on
+        from its centre (`hand_over`); not in a new start (``parts.opens``), whose budget is
+        past the region's quick first steps."""
+        noise, dim = parts.noise, parts.method.space.dim
+        if not (parts.phase_planned and parts.opens and not noise.detected and parts.nit == 0):
+            return False
+        if dim > active().dimensions.OPENING_MAX_DIMENSION or not cls.fits(parts):
+            return False
+        f0 = noise.values[0] if noise.values else None  # (None: noisy=False measured nothing)
+        if f0 is not None and not math.isfinite(f0):
+            return False
+        x0 = parts.method.space.to_host(parts.method.x)
+        opening = active().trust_region.OPENING * dim
+        parts.trust_region = TrustRegionPhase(
+            x0, f0, 0.0, noisy=False, length=parts.method.scale, opening=opening
+        )
+        return True
+
+    @staticmethod
+    def _install(parts: Any, region: TrustRegionPhase) -> None:
+        """``region`` as the run's, the steps and evaluations of one it replaces (an opening)
+        kept for the result (`result_field`)."""
+        old = parts.trust_region
+        if old is not None:
+            steps, nfev = parts.regions_spent
+            parts.regions_spent = (steps + old.steps, nfev + old.nfev)
+        parts.trust_region = region
 
     def start(self, parts: Any) -> bool:
         """Start at ``x0`` from its measured values where the region `applies`."""
@@ -401,11 +442,14 @@ class TrustRegion(Stage):
 
     @staticmethod
     def hand_over(parts: Any) -> None:
-        """The method at the region's centre with the budget left, its length scale the
-        region's last good radius (`TrustRegionPhase.length`), or its own where the noise
-        stayed as large as at ``x0`` (`TrustRegionPhase.noise_stayed`: its batches must rise
-        above that noise, and the radius, cut down to where steps fail within it, is far too
-        short for that) or the radius ran out in noise after a check
+        """After an opening region that spent its evaluations or converged, the phase from its
+        centre (`QuasiNewton.start`, which measures the centre again: noise in a fraction of
+        the calls shows there), unless its radius came within the phase's resolution
+        (`_finer`: it goes on first). Else the method at the region's centre with the budget
+        left, its length scale the region's last good radius (`TrustRegionPhase.length`), or
+        its own where the noise stayed as large as at ``x0`` (`TrustRegionPhase.noise_stayed`:
+        its batches must rise above that noise, and the radius, cut down to where steps fail
+        within it, is far too short for that) or the radius ran out in noise after a check
         (`TrustRegionPhase.ran_out`: the check may have read the noise far too low). Where
         the run is noisy the method reads its batches as a noisy run's, told the noise last
         measured near the centre (``level``: x0's would be far too large where the noise fell
@@ -414,6 +458,13 @@ class TrustRegion(Stage):
         region's steps left behind."""
         region, space = parts.trust_region, parts.method.space
         x = space.from_host(region.x)
+        if region.opened and region.ended in ("opening", "radius"):
+            if region.ended == "opening" and TrustRegion._finer(parts):
+                region.go_on()  # the phase's differences would see nothing the region does not
+                return
+            method_from(parts, x, parts.method.scale, noisy=False, space=space)  # (x0's)
+            QuasiNewton.start(parts, region.fu, abs(region.f_start))  # from the centre
+            return
         scale = None if region.noise_stayed or region.ran_out else region.length
         method_from(parts, x, scale, noisy=region.noisy, space=space)
         if region.noisy:
@@ -423,12 +474,29 @@ class TrustRegion(Stage):
                 parts.returned.compare_with(space.to_user(x), "the trust region's centre")
 
     @staticmethod
+    def _finer(parts: Any) -> bool:
+        """Whether an opening region's radius is, along some coordinate, within `OPENING_FINE`
+        times the difference step the phase would take at its centre (``sqrt(eps) max(|x_j|,
+        l / sqrt(d))``, `zovh_opt._driver.difference_gradient`): in float32 the region gets
+        there within its opening, and the phase's differences would read their own rounding."""
+        region, method = parts.trust_region, parts.method
+        eps = float(parts.xp.finfo(method.space.dtype).eps)
+        floor = method.scale / math.sqrt(region.dim)
+        steps = math.sqrt(eps) * np.maximum(np.abs(region.x), floor)
+        return bool(
+            np.any(region.radius * region.scale <= active().trust_region.OPENING_FINE * steps)
+        )
+
+    @staticmethod
     def result_field(parts: Any) -> dict[str, Any]:
-        """The result's ``trust_region`` (steps, evaluations, why it ended) where it ran."""
+        """The result's ``trust_region`` where it ran: steps and evaluations (an opening's
+        with those of a region after it), and why the last ended."""
         region = parts.trust_region
         if region is None:
             return {}
-        return {"trust_region": {"nit": region.steps, "nfev": region.nfev, "ended": region.ended}}
+        steps, nfev = parts.regions_spent
+        fields = {"nit": steps + region.steps, "nfev": nfev + region.nfev, "ended": region.ended}
+        return {"trust_region": fields}
 
 
 class Iterate(Stage):

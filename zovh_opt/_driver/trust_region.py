@@ -1,4 +1,5 @@
-"""A model-based trust region for a mildly noisy objective at small d, before the method.
+"""A model-based trust region for a mildly noisy objective at small d, before the method,
+and the opening of a deterministic run at the smallest d, before the quasi-Newton phase.
 
 Every value it is given updates a quadratic model of ``f``: least squares over the nearest
 points, far ones weighing less, the Hessian changed as little as the points agree on (Powell's
@@ -9,7 +10,7 @@ shrinks; where a shrink would leave too few well-spread points near the centre, 
 point comes first. Its first radius is `RADIUS` ``|x0_j|`` along each coordinate (1 where
 ``x0 = 0``, as COBYQA's); on the host, ``O(d^2)`` numbers, up to
 `TRUST_REGION_MAX_DIMENSION`. Evidence: the theory page, *Mild noise at small d: a
-model-based trust region*.
+model-based trust region*, and for the opening *The region opens deterministic runs at d <= 3*.
 """
 
 from __future__ import annotations
@@ -81,8 +82,9 @@ class TrustRegionPhase:
     ----------
     x0 : numpy.ndarray
         The start in the run's coordinates (host, float64).
-    f0 : float
-        ``f(x0)``: the mean of its measured values.
+    f0 : float or None
+        ``f(x0)``: the mean of its measured values; ``None`` where unmeasured (``x0`` is then
+        the first point of the region's first ask).
     noise : float
         The standard deviation of those values.
     noisy : bool
@@ -93,17 +95,21 @@ class TrustRegionPhase:
     length : float, optional
         The run's length scale ``l``: magnitudes below ``sqrt(eps) l`` are rounding (a start
         on a box's face is ``1e-17`` there), and set no radius.
+    opening : int, optional
+        Where positive, the region opens a deterministic run: it ends (``"opening"``) once it
+        has spent this many evaluations, and the quasi-Newton phase goes on from its centre.
     """
 
     def __init__(
         self,
         x0: np.ndarray,
-        f0: float,
+        f0: float | None,
         noise: float,
         *,
         noisy: bool = True,
         like: Any = None,
         length: float = 0.0,
+        opening: int = 0,
     ) -> None:
         self.noisy = bool(noisy)
         self.dim = int(x0.shape[0])
@@ -115,13 +121,14 @@ class TrustRegionPhase:
         self.scale = rules.RADIUS * np.maximum(magnitudes, floor)
         self.radius = 1.0  # in the scaled coordinates u = x / scale
         self.u = x0 / self.scale
-        self.fu = float(f0)
-        self.f_start = float(f0)
+        known = f0 is not None
+        self.fu = float(f0) if known else math.inf  # (inf: any finite value is lower)
+        self.f_start = self.fu
         self.noise = float(noise)
-        self.points: list[np.ndarray] = [self.u.copy()]
-        self.values: list[float] = [self.fu]
+        self.points: list[np.ndarray] = [self.u.copy()] if known else []
+        self.values: list[float] = [self.fu] if known else []
         self.hessian = np.zeros((self.dim, self.dim))  # of the model, in u
-        self.pending: list[np.ndarray] = self._stencil()
+        self.pending: list[np.ndarray] = ([] if known else [self.u.copy()]) + self._stencil()
         self.predicted = math.nan  # the pending step's predicted decrease (nan: no step)
         self.step_length = math.nan  # its length in u
         self.good_radius = 1.0  # the radius of the last step that kept its prediction
@@ -134,10 +141,25 @@ class TrustRegionPhase:
         self.misfit = 0.0  # the last fit's residuals' spread before a check (`_model`)
         self.checking = False  # the pending ask measures the centre again (`_check_noise`)
         self.confirming = False  # ... or a step's point that fell far below its prediction
+        self.opening = int(opening)
+        self.opened = self.opening > 0  # (a deterministic run's opening, gone on or not)
 
     @property
     def done(self) -> bool:
         return self.ended is not None
+
+    @property
+    def opens(self) -> bool:
+        """Whether the region opens a deterministic run (the phase follows it)."""
+        return self.opening > 0
+
+    def go_on(self, rugged: bool = False) -> None:
+        """An opening region goes on to its own end: it converged within its opening (the
+        phase's differences would read their own rounding; the phase follows its end), or
+        (``rugged``) the phase it handed over to found ``f`` rugged at its centre before any
+        step (the method follows, as after a rugged ``f``'s region)."""
+        self.ended, self.opening = None, 0
+        self.opened = self.opened and not rugged
 
     @property
     def x(self) -> np.ndarray:
@@ -188,7 +210,13 @@ class TrustRegionPhase:
 
     def tell(self, values: list[float]) -> None:
         """The values of the pending ask: the centre moves to a lower one, the radius follows
-        the ratio of the step's actual to predicted decrease."""
+        the ratio of the step's actual to predicted decrease; an opening that has spent its
+        evaluations ends."""
+        self._take(values)
+        if self.opens and not self.done and self.nfev >= self.opening:
+            self.ended = "opening"
+
+    def _take(self, values: list[float]) -> None:
         asked, self.pending = self.pending, []
         self.nfev += len(asked)
         if self.checking:
@@ -206,6 +234,11 @@ class TrustRegionPhase:
             self.values.append(float(value))
             if value < self.fu:
                 self.u, self.fu = u, float(value)
+        if self.f_start == math.inf:  # x0 was the first ask's first point
+            self.f_start = values[0] if math.isfinite(values[0]) else self.fu
+            if not self.values:
+                self.ended = "no values"
+                return
         if math.isnan(self.predicted):  # the stencil, or a geometry point
             return
         predicted, self.predicted = self.predicted, math.nan
@@ -394,7 +427,7 @@ class TrustRegionPhase:
             "steps": self.steps, "nfev": self.nfev, "ended": self.ended, "noisy": self.noisy,
             "good_radius": self.good_radius, "quiet": self.quiet, "checking": self.checking,
             "level": self.level, "confirming": self.confirming, "measured": self.measured,
-            "misfit": self.misfit,
+            "misfit": self.misfit, "opening": self.opening, "opened": self.opened,
         }  # fmt: skip
 
     @classmethod
@@ -420,4 +453,6 @@ class TrustRegionPhase:
         phase.level = float(state.get("level", phase.noise))
         phase.measured = bool(state.get("measured", False))
         phase.misfit = float(state.get("misfit", 0.0))
+        phase.opening = int(state.get("opening", 0))  # (none before the opening)
+        phase.opened = bool(state.get("opened", False))
         return phase
