@@ -140,19 +140,43 @@ def test_success_in_boxes_of_mixed_widths_is_within_the_dtypes_tolerance(dtype, 
     start's gap (issue #67: in float32 a phase that crawled below its difference step ended
     as converged, and 12 of 23 successes were more than 1e-4 above the minimum)."""
     for case in range(30):
-        rng = np.random.default_rng(case)
-        d = int(rng.integers(2, 11))
-        width = 10 ** rng.uniform(-3, np.log10(3), d)
-        lower = rng.uniform(-1, 1, d)
-        centre = lower + rng.uniform(0.1, 0.9, d) * width
-        a = 10 ** rng.uniform(0, 2, d)
-        shift = rng.uniform(0, 100)
-
-        def f(x, a=a, centre=centre, shift=shift):
-            return float(np.sum(a * (np.asarray(x, dtype=np.float64) - centre) ** 2)) + shift
-
-        x0 = (lower + rng.uniform(0, 1, d) * width).astype(dtype)
-        res = zovh_opt.minimize(f, x0, bounds=list(zip(lower, lower + width, strict=True)), rng=0)
+        f, x0, bounds, shift = mixed_widths(case, dtype)
+        res = zovh_opt.minimize(f, x0, bounds=bounds, rng=0)
         assert res.fun < f(x0)
         if res.success:
             assert res.fun - shift <= tolerance * (f(x0) - shift), (case, res.message)
+
+
+def mixed_widths(case, dtype):
+    """Case ``case`` of the test above: ``f``, ``x0``, the box and ``f``'s minimum."""
+    rng = np.random.default_rng(case)
+    d = int(rng.integers(2, 11))
+    width = 10 ** rng.uniform(-3, np.log10(3), d)
+    lower = rng.uniform(-1, 1, d)
+    centre = lower + rng.uniform(0.1, 0.9, d) * width
+    a = 10 ** rng.uniform(0, 2, d)
+    shift = rng.uniform(0, 100)
+
+    def f(x):
+        return float(np.sum(a * (np.asarray(x, dtype=np.float64) - centre) ** 2)) + shift
+
+    x0 = (lower + rng.uniform(0, 1, d) * width).astype(dtype)
+    return f, x0, list(zip(lower, lower + width, strict=True)), shift
+
+
+def test_in_float32_an_opening_region_at_the_phases_resolution_goes_on(tune):
+    """Case 11 above (d = 3, a box 1.3e-3 wide along one coordinate): within its 30
+    evaluations the trust region's opening comes within `OPENING_FINE` difference steps of the
+    phase's (sqrt(eps) = 3.5e-4 of x in float32), so it goes on to its own end, 2e-14 above
+    the minimum; handed to the phase there, the phase read its own rounding and claimed
+    success at 5.6e-4 of the start's gap."""
+    f, x0, bounds, shift = mixed_widths(11, np.float32)
+    gap0 = f(x0) - shift
+    res = zovh_opt.minimize(f, x0, bounds=bounds, rng=0)
+    assert x0.shape == (3,) and res.trust_region["nfev"] > 30
+    assert res.trust_region["ended"] == "radius"
+    assert res.success and res.fun - shift <= 1e-4 * gap0
+    tune("trust_region", OPENING_FINE=0.0)
+    handed = zovh_opt.minimize(f, x0, bounds=bounds, rng=0)
+    assert handed.trust_region["nfev"] == 30 and handed.success
+    assert handed.fun - shift > 1e-4 * gap0

@@ -62,8 +62,8 @@ def test_not_above_d_3_nor_with_noise_nor_in_a_new_start():
     assert opt._parts.trust_region.noisy and not opt._parts.trust_region.opened
     draws = np.random.default_rng(0)
     later = new_start(np.ones(2), "zovh", 1, draws, None, {"maxfev": 1000}, None)
-    assert not later._parts.opens
-    assert zovh_opt.Optimizer(np.ones(2), rng=0)._parts.opens
+    assert not later._parts.may_open
+    assert zovh_opt.Optimizer(np.ones(2), rng=0)._parts.may_open
 
 
 def test_with_noisy_false_x0_is_the_first_point_of_the_regions_first_ask():
@@ -79,35 +79,6 @@ def test_with_noisy_false_x0_is_the_first_point_of_the_regions_first_ask():
     res = opt.result()
     assert res.trust_region["ended"] == "opening" and res.trust_region["nfev"] == 20
     assert res.success and res.fun < 1e-30
-
-
-def test_in_float32_a_region_at_the_phases_resolution_goes_on(tune):
-    """A separable quadratic in a box 1.3e-3 wide along one coordinate, float32 (a case of
-    the boxes-of-mixed-widths test): within its 30 evaluations the region's radius comes
-    within `OPENING_FINE` difference steps of the phase's (sqrt(eps) = 3.5e-4 of x), so it
-    goes on to its own end, 2e-14 above the minimum; handed to the phase there, the phase read
-    its own rounding and claimed success at 5.6e-4 of the start's gap."""
-    rng = np.random.default_rng(11)
-    d = int(rng.integers(2, 11))
-    width = 10 ** rng.uniform(-3, np.log10(3), d)
-    lower = rng.uniform(-1, 1, d)
-    centre = lower + rng.uniform(0.1, 0.9, d) * width
-    a = 10 ** rng.uniform(0, 2, d)
-    shift = rng.uniform(0, 100)
-
-    def f(x):
-        return float(np.sum(a * (np.asarray(x, dtype=np.float64) - centre) ** 2)) + shift
-
-    x0 = (lower + rng.uniform(0, 1, d) * width).astype(np.float32)
-    bounds = list(zip(lower, lower + width, strict=True))
-    gap0 = f(x0) - shift
-    res = zovh_opt.minimize(f, x0, bounds=bounds, rng=0)
-    assert d == 3 and res.trust_region["nfev"] > 30 and res.trust_region["ended"] == "radius"
-    assert res.success and res.fun - shift <= 1e-4 * gap0
-    tune("trust_region", OPENING_FINE=0.0)
-    handed = zovh_opt.minimize(f, x0, bounds=bounds, rng=0)
-    assert handed.trust_region["nfev"] == 30 and handed.success
-    assert handed.fun - shift > 1e-4 * gap0
 
 
 def test_a_checkpoint_in_the_opening_and_after_it_continues_bit_for_bit(tmp_path):

@@ -207,7 +207,7 @@ def new_start(
         optimizer = Optimizer(start, method, bounds=bounds, options=options, tol=tol, rng=seed)
     except BudgetTooSmall:
         return None
-    optimizer._parts.opens = False  # (the region's opening is for a run's first evaluations)
+    optimizer._parts.may_open = False  # (the region's opening is for a run's first evaluations)
     if widening is not None:  # smooths at a coarser scale, within the box
         width = optimizer._parts.coordinates.narrowest_width()
         reach = active().new_starts.BOX_REACH * width * math.sqrt(start.shape[0])

@@ -49,7 +49,7 @@ class RunParts:
         run's opening, once started (`zovh_opt._driver.trust_region`).
     regions_spent : tuple of int
         The steps and evaluations of a region that another replaced (an opening's).
-    opens : bool
+    may_open : bool
         Whether a deterministic run may open with the region (not a new start's).
     nit, told : int
         Iterations, and evaluations of completed asks.
@@ -92,7 +92,7 @@ class RunParts:
         restart_at = None if adaptive else parts.method.x
         parts.safeguard = Safeguard(parts.options["max_restarts"], restart_at)
         parts.quasi_newton, parts.phase_planned = None, False
-        parts.trust_region, parts.regions_spent, parts.opens = None, (0, 0), True
+        parts.trust_region, parts.regions_spent, parts.may_open = None, (0, 0), True
         parts.trace = Trace()
         parts.nit, parts.told = 0, 0
         parts.status, parts.message = RUNNING, "The run has not ended."

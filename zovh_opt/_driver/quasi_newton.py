@@ -59,9 +59,8 @@ class QuasiNewtonPhase(DifferenceGradient, SecondOpinion):
         second difference there was quiet and the values that read ruggedness did not repeat
         (`_probe_repeated`: an outlier; the phase ends on noise).
     f_scale : float, optional
-        The run's scale of ``f`` (``|f(x0)|``) where the phase starts elsewhere (after the
-        trust region's opening): its walls and jumps are measured against it too, as the
-        phase from ``x0`` measures them against ``f(x0)``.
+        ``|f(x0)|`` where the phase starts elsewhere (after the trust region's opening): walls
+        and jumps are measured against it too.
     """
 
     def __init__(
@@ -86,8 +85,7 @@ class QuasiNewtonPhase(DifferenceGradient, SecondOpinion):
         if value is not None:
             self.fx = self._in_unit([float(value)])[0]
         self.start, self.f_start = self.x, self.fx  # x0 and f(x0)
-        # the run's scale of f where the phase starts elsewhere (|f(x0)|, in the user's units)
-        self.f_scale = float(f_scale)
+        self.f_scale = float(f_scale)  # (the user's units)
         self.recheck = bool(recheck)
         # f(x) measured again just before the phase (x0's two values): no recheck in this gradient
         self.centre_known = False

@@ -54,7 +54,7 @@ def state_of(run: Any) -> dict[str, Any]:
         "quasi_newton": None if parts.quasi_newton is None else phase_state(parts.quasi_newton),
         "trust_region": None if parts.trust_region is None else parts.trust_region.state(),
         "regions_spent": list(parts.regions_spent),
-        "opens": parts.opens,
+        "may_open": parts.may_open,
         **parts.coordinates.state(),
         **parts.stopping.state(),
         **parts.safeguard.state(),
@@ -117,7 +117,7 @@ def restore(cls: type, state: dict[str, Any]) -> Any:
     region = state.get("trust_region")  # (none in checkpoints written before the region)
     parts.trust_region = None if region is None else TrustRegionPhase.from_state(region)
     parts.regions_spent = tuple(int(n) for n in state.get("regions_spent", (0, 0)))
-    parts.opens = bool(state.get("opens", True))
+    parts.may_open = bool(state.get("may_open", True))
     parts.nit, parts.told = int(state["nit"]), int(state["told"])
     parts.status, parts.message = int(state["status"]), str(state["message"])
     if state["phase"] not in STAGES:

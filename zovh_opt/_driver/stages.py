@@ -372,10 +372,10 @@ class TrustRegion(Stage):
         """Where a deterministic run (``x0``'s values repeated, or ``noisy=False``) would start
         the phase at ``x0``, ``d`` is at most `OPENING_MAX_DIMENSION` and the run `fits`: the
         region opens it, deterministic, for `OPENING` ``d`` evaluations, and the phase goes on
-        from its centre (`hand_over`); not in a new start (``parts.opens``), whose budget is
+        from its centre (`hand_over`); not in a new start (``parts.may_open``), whose budget is
         past the region's quick first steps."""
         noise, dim = parts.noise, parts.method.space.dim
-        if not (parts.phase_planned and parts.opens and not noise.detected and parts.nit == 0):
+        if not (parts.phase_planned and parts.may_open and not noise.detected and parts.nit == 0):
             return False
         if dim > active().dimensions.OPENING_MAX_DIMENSION or not cls.fits(parts):
             return False
