@@ -17,7 +17,14 @@ from typing import Any
 from .._noise.monitor import repeats
 from ..tuning import active
 
-__all__ = ["DifferenceGradient"]
+__all__ = ["DifferenceGradient", "unrounded_steps"]
+
+
+def unrounded_steps(x: Any, floor: float, eps: float, xp: Any) -> Any:
+    """The forward-difference steps of the coordinates ``x``, ``sqrt(eps) max(|x_j|, floor)``
+    (``floor``: ``l / sqrt(d)``), before the rounding that makes them exact in ``x``'s
+    precision."""
+    return math.sqrt(eps) * xp.maximum(xp.abs(x), xp.full_like(x, floor))
 
 
 class DifferenceGradient:
@@ -165,9 +172,7 @@ class DifferenceGradient:
         return (x + sign * h) - x
 
     def _unrounded_steps(self, x: Any) -> Any:
-        return math.sqrt(self.eps) * self.xp.maximum(
-            self.xp.abs(x), self.xp.full_like(x, self._step_floor)
-        )
+        return unrounded_steps(x, self._step_floor, self.eps, self.xp)
 
     def _moved(self, i: int) -> tuple[int, float] | None:
         """The coordinate that row ``i`` of a gradient ask moves, and the direction (``-1``:

@@ -19,6 +19,7 @@ from .._arrays.backend import norm
 from .._methods import build, rebuilt_for_noise
 from .._noise.samples import sample_std
 from ..tuning import active
+from .difference_gradient import unrounded_steps
 from .quasi_newton import QuasiNewtonPhase
 from .returned_point import mean
 from .stopping import STALLED, SUCCESS, Stop
@@ -481,8 +482,7 @@ class TrustRegion(Stage):
         there within its opening, and the phase's differences would read their own rounding."""
         region, method = parts.trust_region, parts.method
         eps = float(parts.xp.finfo(method.space.dtype).eps)
-        floor = method.scale / math.sqrt(region.dim)
-        steps = math.sqrt(eps) * np.maximum(np.abs(region.x), floor)
+        steps = unrounded_steps(region.x, method.scale / math.sqrt(region.dim), eps, np)
         return bool(
             np.any(region.radius * region.scale <= active().trust_region.OPENING_FINE * steps)
         )

@@ -148,11 +148,6 @@ class TrustRegionPhase:
     def done(self) -> bool:
         return self.ended is not None
 
-    @property
-    def opens(self) -> bool:
-        """Whether the region opens a deterministic run (the phase follows it)."""
-        return self.opening > 0
-
     def go_on(self, rugged: bool = False) -> None:
         """An opening region goes on to its own end: it converged within its opening (the
         phase's differences would read their own rounding; the phase follows its end), or
@@ -213,7 +208,7 @@ class TrustRegionPhase:
         the ratio of the step's actual to predicted decrease; an opening that has spent its
         evaluations ends."""
         self._take(values)
-        if self.opens and not self.done and self.nfev >= self.opening:
+        if self.opening > 0 and not self.done and self.nfev >= self.opening:
             self.ended = "opening"
 
     def _take(self, values: list[float]) -> None:
