@@ -220,7 +220,10 @@ def test_a_rugged_deterministic_f_goes_on_in_the_trust_region():
     """A quadratic plus a deterministic ruggedness of amplitude 0.01 (a solver's tolerance) at
     d = 4: x0's values repeat, the quasi-Newton phase stalls on the ruggedness near x0 = 0, and
     the trust region, whose radii rise above it, takes the run to within 10 amplitudes of the
-    minimum (f(x0) is 14 above it) for every seed."""
+    minimum (f(x0) is 14 above it) for every seed; there its steps fail down to its last
+    radius, and where the method's first iterations find no value lower by more than the
+    spread of the region's last values the run ends, a success, instead of spending the rest
+    of ``maxfev`` (it ran all 1000 evaluations to the same distance, 9.5e-5, status 1)."""
     import zlib
 
     target = np.arange(4.0)
@@ -233,6 +236,43 @@ def test_a_rugged_deterministic_f_goes_on_in_the_trust_region():
         res = zovh_opt.minimize(f, np.zeros(4), rng=seed, options={"maxfev": 1000})
         assert res.quasi_newton["ended"] is not None and res.trust_region["nfev"] >= 8
         assert float(np.sum((res.x - target) ** 2)) < 10 * 0.01
+        assert res.trust_region["ended"] == "radius" and res.nfev < 300
+        assert res.success and res.message.startswith("The trust region's steps failed")
+
+
+def test_a_checkpoint_after_a_rugged_regions_end_continues_bit_for_bit(tmp_path):
+    """Saved and loaded at every ask of the method after a rugged ``f``'s region ran its
+    radius out (the test above's quadratic), the run asks the same points and ends as
+    without: the region's value and roughness, which its first iterations are compared
+    with, are in the checkpoint."""
+    import zlib
+
+    target = np.arange(4.0)
+
+    def f(x):
+        u = zlib.crc32(np.ascontiguousarray(x, dtype=np.float64).tobytes()) / 2**32
+        return float(np.sum((x - target) ** 2)) + 0.01 * (u - 0.5)
+
+    def run(save: bool):
+        opt = zovh_opt.Optimizer(np.zeros(4), rng=0, options={"maxfev": 1000})
+        asked, saved, seen_model = [], 0, False
+        while not opt.done:
+            seen_model = seen_model or opt.stage == "model"
+            if save and seen_model and opt.stage == "iterate":
+                opt.save(tmp_path / "run.npz")
+                opt = zovh_opt.Optimizer.load(tmp_path / "run.npz")
+                saved += 1
+            points = opt.ask()
+            asked.append(np.array(points, copy=True))
+            opt.tell([f(p) for p in points])
+        return asked, opt.result(), saved
+
+    plain, plain_result, _ = run(False)
+    again, again_result, saved = run(True)
+    assert saved >= 5 and plain_result.message.startswith("The trust region's steps failed")
+    assert len(plain) == len(again)
+    assert all(np.array_equal(a, b) for a, b in zip(plain, again, strict=True))
+    assert np.array_equal(plain_result.x, again_result.x) and plain_result.nfev == again_result.nfev
 
 
 def test_noise_the_phase_finds_goes_on_in_the_trust_region():

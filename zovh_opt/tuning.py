@@ -329,7 +329,7 @@ class Stopping:
     FTOL: float = 1e-12
     # iterations of an ftol window at least; by default those of 2 d evaluations
     FTOL_WINDOW: int = 50
-    # the method's iterations that decide after a converged phase
+    # the method's iterations that decide after a converged phase (or a rugged f's region)
     CONVERGED_WINDOW: int = 10
     # those iterations where the run hops (a longer kick finds more basins)
     HOP_WINDOW: int = 20

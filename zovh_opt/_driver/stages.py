@@ -468,6 +468,8 @@ class TrustRegion(Stage):
             return
         scale = None if region.noise_stayed or region.ran_out else region.length
         method_from(parts, x, scale, noisy=region.noisy, space=space)
+        if region.rugged_end:  # the run ends where the method's first iterations go no lower
+            parts.stopping.converged_value, parts.stopping.roughness = region.fu, region.roughness
         if region.noisy:
             level = region.noise_read if region.ran_out else region.level
             parts.method.noise_found((level / parts.coordinates.f_unit) ** 2)

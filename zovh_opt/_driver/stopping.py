@@ -59,6 +59,11 @@ PHASE_MESSAGE = (
     "The quasi-Newton phase converged (f = {value:.17g} at its last point), and the method's "
     "first {window} iterations found no lower value; x is the lowest point evaluated."
 )
+RUGGED_MESSAGE = (
+    "The trust region's steps failed down to its last radius (f = {value:.17g} at its "
+    "centre: f is rugged at a finer scale, a solver's tolerance), and the method's first "
+    "{window} iterations found no lower value; x is the lowest point evaluated."
+)
 
 
 class BudgetTooSmall(ValueError):
@@ -131,9 +136,12 @@ class StoppingRules:
         self.flat = 0  # iterations in a row whose values were all one number
         self.flat_value = math.nan  # that number
         self.varied = False  # whether the run has seen two different values
-        # f where a quasi-Newton phase converged, until the method's first CONVERGED_WINDOW
-        # iterations have been compared with it
+        # f where a quasi-Newton phase converged (or a rugged f's trust region ended), until
+        # the method's first CONVERGED_WINDOW iterations have been compared with it
         self.converged_value = None
+        # ... and where a rugged f's trust region set it, the spread of its last values above
+        # it: a value lower by no more is the roughness's, not f's
+        self.roughness: float | None = None
         self.lower_found = False  # this iteration ended those iterations with a lower value
 
     def iteration_budget(self, points_per_iteration: int, final_evaluations: int) -> int:
@@ -222,24 +230,29 @@ class StoppingRules:
         return None
 
     def _converged_window(self) -> int | None:
-        """The iterations of the method that decide after a converged quasi-Newton phase;
-        ``None`` where no phase converged (or they have decided)."""
+        """The iterations of the method that decide after a converged quasi-Newton phase (or
+        a rugged ``f``'s trust region: no hops follow it); ``None`` where none converged (or
+        they have decided)."""
         if self.converged_value is None:
             return None
-        window = (
-            active().stopping.HOP_WINDOW
-            if self.dim <= active().dimensions.HOP_DIMENSIONS
-            else active().stopping.CONVERGED_WINDOW
-        )
+        hops = self.roughness is None and self.dim <= active().dimensions.HOP_DIMENSIONS
+        window = active().stopping.HOP_WINDOW if hops else active().stopping.CONVERGED_WINDOW
         return min(window, self.options["ftol_window"])
 
     def _after_convergence(self, lowest: float | None, f_scale: float, window: int) -> Stop | None:
         """After the method's first ``window`` iterations that follow a converged quasi-Newton
-        phase: the stop where no value below the phase's was found (within ``ftol`` or the
-        precision of f); the phase's value is forgotten either way."""
+        phase, or a rugged ``f``'s trust region that ran its radius out: the stop where no
+        value below the phase's was found (within ``ftol`` or the precision of f), or none
+        below the region's centre's by more than its ``roughness``; the value is forgotten
+        either way."""
         value, self.converged_value = self.converged_value, None
+        roughness, self.roughness = self.roughness, None
         if lowest is None:
             return None
+        if roughness is not None:
+            if value - lowest > roughness:
+                return None
+            return Stop(SUCCESS, RUGGED_MESSAGE.format(value=value, window=window))
         if not self._no_decrease(value, lowest, f_scale):
             self.lower_found = True  # read once by the driver (`zovh_opt._driver.quasi_newton.hop`)
             return None
@@ -314,6 +327,7 @@ class StoppingRules:
             "flat_value": self.flat_value,
             "varied": self.varied,
             "converged_value": self.converged_value,
+            "roughness": self.roughness,
         }
 
     def load_state(self, state: dict[str, Any]) -> None:
@@ -328,3 +342,5 @@ class StoppingRules:
         self.varied = bool(state.get("varied", False))
         value = state.get("converged_value")
         self.converged_value = None if value is None else float(value)
+        roughness = state.get("roughness")  # (none before the rugged region's end)
+        self.roughness = None if roughness is None else float(roughness)

@@ -183,6 +183,22 @@ class TrustRegionPhase:
         return self.noisy and self.ended == "radius" and self.measured and self.level > 0
 
     @property
+    def rugged_end(self) -> bool:
+        """Whether a rugged ``f``'s region (deterministic, not an opening) ran its radius out
+        where its last ``d + 1`` values were not all the centre's (a plateau: the method's
+        flat queries end the run there, and say so)."""
+        if self.noisy or self.opened or self.ended != "radius":
+            return False
+        last = self.values[-(self.dim + 1) :]
+        return len(last) < self.dim + 1 or any(v != self.fu for v in last)
+
+    @property
+    def roughness(self) -> float:
+        """How far its last ``2 d + 1`` values lie above the centre's at most: at the end of a
+        rugged ``f``'s radius, the roughness's spread."""
+        return max(self.values[-(2 * self.dim + 1) :]) - self.fu
+
+    @property
     def noise_read(self) -> float:
         """The largest reading of the noise: ``x0``'s, the last check's, the fit's residuals'."""
         return max(self.noise, self.level, self.misfit)
