@@ -179,6 +179,12 @@ class TrustRegion:
     # CONFIRM times more, its value the median (a low outlier would stay the centre)
     CONFIRM_RATIO: float = 10.0
     CONFIRM: int = 2
+    # a step that kept less than this share of its prediction failed (COBYQA's very low ratio)
+    FAILED_RATIO: float = 0.01
+    # after this many failed steps in a row the model is fitted afresh too (no Hessian carried)
+    ALTERNATIVE_AFTER: int = 2
+    # ... and replaces the carried one where that one's slope is this many times its own
+    ALTERNATIVE_SLOPE: float = 10.0
     # an opening region hands over to the quasi-Newton phase after this many evaluations per d
     # (5: fewer of COCO's targets within 10 d and 1000 d; 20: fewer within 100 d and 1000 d)
     OPENING: int = 10

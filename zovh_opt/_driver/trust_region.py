@@ -143,6 +143,7 @@ class TrustRegionPhase:
         self.confirming = False  # ... or a step's point that fell far below its prediction
         self.opening = int(opening)
         self.opened = self.opening > 0  # (a deterministic run's opening, gone on or not)
+        self.failures = 0  # steps in a row that kept less than `FAILED_RATIO` of their prediction
 
     @property
     def done(self) -> bool:
@@ -257,6 +258,7 @@ class TrustRegionPhase:
         value = values[0] if math.isfinite(values[0]) else math.inf
         ratio = (before - value) / predicted
         rules = active().trust_region
+        self.failures = self.failures + 1 if ratio < rules.FAILED_RATIO else 0
         if ratio >= rules.SHRINK_RATIO:
             self.good_radius = self.radius
         if ratio >= rules.GROW_RATIO and self.step_length > 0.9 * self.radius:
@@ -329,6 +331,8 @@ class TrustRegionPhase:
         rules = active().trust_region
         while not self.pending and self.ended is None:
             g, h = self._model()
+            if self.failures >= rules.ALTERNATIVE_AFTER:
+                g, h = self._alternative(g, h)
             s = step_in_ball(g, h, self.radius)
             predicted = -float(g @ s + 0.5 * s @ h @ s)
             if predicted > 0 and math.isfinite(predicted):
@@ -338,6 +342,22 @@ class TrustRegionPhase:
             self.radius *= rules.SHRINK
             if self.radius < rules.END_RADIUS:
                 self.ended = "radius"
+
+    def _alternative(self, g: np.ndarray, h: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """After `ALTERNATIVE_AFTER` failed steps in a row, the model fitted afresh too (no
+        Hessian carried from the last fit): where the carried model's slope is
+        `ALTERNATIVE_SLOPE` times the fresh one's or more, the fresh one replaces it (Powell's
+        alternative model, as in NEWUOA and COBYQA). A Hessian that the least change carried
+        from far away (f6's curvature differs 1e4 times across the minimum) then no longer
+        sets the steps near the centre."""
+        carried, misfit = self.hessian, self.misfit
+        self.hessian = np.zeros_like(carried)
+        g_fresh, h_fresh = self._model()
+        if np.linalg.norm(g) >= active().trust_region.ALTERNATIVE_SLOPE * np.linalg.norm(g_fresh):
+            self.failures = 0
+            return g_fresh, h_fresh
+        self.hessian, self.misfit = carried, misfit
+        return g, h
 
     def _usable(self) -> tuple[np.ndarray, np.ndarray]:
         """The points and values a model may use: finite values not `JUMP` times the scale
@@ -439,6 +459,7 @@ class TrustRegionPhase:
             "good_radius": self.good_radius, "quiet": self.quiet, "checking": self.checking,
             "level": self.level, "confirming": self.confirming, "measured": self.measured,
             "misfit": self.misfit, "opening": self.opening, "opened": self.opened,
+            "failures": self.failures,
         }  # fmt: skip
 
     @classmethod
@@ -466,4 +487,5 @@ class TrustRegionPhase:
         phase.misfit = float(state.get("misfit", 0.0))
         phase.opening = int(state.get("opening", 0))  # (none before the opening)
         phase.opened = bool(state.get("opened", False))
+        phase.failures = int(state.get("failures", 0))  # (none before the alternative model)
         return phase
