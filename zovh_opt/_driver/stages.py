@@ -456,7 +456,9 @@ class TrustRegion(Stage):
         measured near the centre (``level``: x0's would be far too large where the noise fell
         with ``f``; after a run-out the largest reading, `TrustRegionPhase.noise_read`), and
         the end compares its answer with the region's centre, not with ``x0``, which the
-        region's steps left behind."""
+        region's steps left behind. After a rugged ``f``'s region that ran its radius out
+        (`TrustRegionPhase.rugged_end`) the method's first iterations are compared with its
+        centre, as after a converged phase (`StoppingRules.roughness`)."""
         region, space = parts.trust_region, parts.method.space
         x = space.from_host(region.x)
         if region.opened and region.ended in ("opening", "radius"):
