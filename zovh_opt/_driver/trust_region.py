@@ -8,8 +8,8 @@ failed steps a fit without that memory replaces it where their slopes disagree, 
 alternative model), so each evaluation teaches the model what a batch of pairs teaches the
 method. Its step minimises the model within a radius that the ratio of actual to predicted
 decrease grows and shrinks; where a shrink would leave too few well-spread points near the
-centre, a geometry point comes first. Its first radius is `RADIUS` ``|x0_j|`` along each coordinate (1 where
-``x0 = 0``, as COBYQA's); on the host, ``O(d^2)`` numbers, up to
+centre, a geometry point comes first. Its first radius is `RADIUS` ``|x0_j|`` along each
+coordinate (1 where ``x0 = 0``, as COBYQA's); on the host, ``O(d^2)`` numbers, up to
 `TRUST_REGION_MAX_DIMENSION`. Evidence: the theory page, *Mild noise at small d: a
 model-based trust region*, and for the opening *The region opens deterministic runs at d <= 3*.
 """
