@@ -51,7 +51,8 @@ def test_a_deterministic_run_opens_with_the_region_then_the_phase(dim, tune):
 def test_not_above_d_3_nor_with_noise_nor_in_a_new_start():
     """d = 4 starts with the phase; x0's values that differ (relative noise) take the noisy
     region, which no phase follows; a new start of ``new_starts`` begins past a run's first
-    evaluations, and opens nothing."""
+    evaluations, and opens nothing, with ``noisy=False`` too (where nothing measures ``x0``
+    first the first stage is chosen as the optimizer is made: it had opened there)."""
     assert DEFAULT.dimensions.OPENING_MAX_DIMENSION == 3
     res = zovh_opt.minimize(ellipsoid(4), np.ones(4), rng=0)
     assert res.get("trust_region") is None and res.quasi_newton["nfev"] > 0
@@ -64,6 +65,8 @@ def test_not_above_d_3_nor_with_noise_nor_in_a_new_start():
     later = new_start(np.ones(2), "zovh", 1, draws, None, {"maxfev": 1000}, None)
     assert not later._parts.may_open
     assert zovh_opt.Optimizer(np.ones(2), rng=0)._parts.may_open
+    exact = new_start(np.ones(2), "zovh", 1, draws, None, {"maxfev": 1000, "noisy": False}, None)
+    assert exact._parts.trust_region is None and exact._parts.quasi_newton is not None
 
 
 def test_with_noisy_false_x0_is_the_first_point_of_the_regions_first_ask():

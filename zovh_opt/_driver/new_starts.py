@@ -204,10 +204,11 @@ def new_start(
     if widening is not None and pairs is not None:
         options = {**options, "n_directions": widened_pairs(pairs, widening)}
     try:
-        optimizer = Optimizer(start, method, bounds=bounds, options=options, tol=tol, rng=seed)
+        optimizer = Optimizer._new_start(
+            start, method, bounds=bounds, options=options, tol=tol, rng=seed
+        )
     except BudgetTooSmall:
         return None
-    optimizer._parts.may_open = False  # (the region's opening is for a run's first evaluations)
     if widening is not None:  # smooths at a coarser scale, within the box
         width = optimizer._parts.coordinates.narrowest_width()
         reach = active().new_starts.BOX_REACH * width * math.sqrt(start.shape[0])

@@ -100,8 +100,25 @@ class Optimizer:
         tol: float | None = None,
         rng: Any = None,
     ) -> None:
+        self._begin(RunParts.start(x0, method, bounds, options, tol, rng))
+
+    @classmethod
+    def _new_start(
+        cls, x0: Any, method: str, *, bounds: Any, options: Any, tol: Any, rng: Any
+    ) -> Optimizer:
+        """A new start's optimizer (`zovh_opt._driver.new_starts`): as the constructor's, but
+        a deterministic run does not open with the trust region, whose quick first steps a
+        new start's budget is past; decided before the first stage is chosen."""
+        parts = RunParts.start(x0, method, bounds, options, tol, rng)
+        parts.may_open = False
+        optimizer = cls.__new__(cls)
+        optimizer._begin(parts)
+        return optimizer
+
+    def _begin(self, parts: RunParts) -> None:
+        """Hold ``parts`` and choose the first stage."""
         self._lock = threading.RLock()
-        self._parts = parts = RunParts.start(x0, method, bounds, options, tol, rng)
+        self._parts = parts
         self.xp = parts.xp
         self._stage = first_stage(parts)
         self._pending: Any = None  # the stage of the pending ask
