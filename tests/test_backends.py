@@ -39,7 +39,8 @@ HOST_ALGEBRA = {
     "_noise/robust.py",  # medians of a batch's P host floats
     "_curvature/carried_transport.py",  # the kept rows' P products for the next step, host floats
     "_driver/lbfgs.py",  # hess_inv's compact form: the m x m matrices of the secant pairs
-    "_driver/trust_region.py",  # the trust region's quadratic model, d <= 10
+    "_driver/trust_region.py",  # the trust region's quadratic model, d <= 20
+    "_driver/region_fit.py",  # its least-squares fit, (d + 1)(d + 2) / 2 unknowns, d <= 20
 }
 
 

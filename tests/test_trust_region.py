@@ -9,8 +9,9 @@ import pytest
 
 import zovh_opt
 from zovh_opt._driver import stages
+from zovh_opt._driver.region_fit import least_squares
 from zovh_opt._driver.returned_point import ReturnedPoint
-from zovh_opt._driver.trust_region import TrustRegionPhase, _least_squares, step_in_ball
+from zovh_opt._driver.trust_region import TrustRegionPhase, step_in_ball
 from zovh_opt._methods._base import AskTellMethod
 
 
@@ -249,14 +250,9 @@ def test_the_region_keeps_x0s_namespace_dtype_and_device(backend, dtype):
     assert np.abs(backend.to_numpy(res.x) - 1.5).max() < 0.05
 
 
-def test_a_rugged_deterministic_f_goes_on_in_the_trust_region():
-    """A quadratic plus a deterministic ruggedness of amplitude 0.01 (a solver's tolerance) at
-    d = 4: x0's values repeat, the quasi-Newton phase stalls on the ruggedness near x0 = 0, and
-    the trust region, whose radii rise above it, takes the run to within 10 amplitudes of the
-    minimum (f(x0) is 14 above it) for every seed; there its steps fail down to its last
-    radius, and where the method's first iterations find no value lower by more than the
-    spread of the region's last values the run ends, a success, instead of spending the rest
-    of ``maxfev`` (it ran all 1000 evaluations to the same distance, 9.5e-5, status 1)."""
+def rugged_quadratic():
+    """``|x - (0, 1, 2, 3)|^2`` plus a deterministic ruggedness of amplitude 0.01 (a hash of
+    ``x``: a solver's tolerance), and its minimum."""
     import zlib
 
     target = np.arange(4.0)
@@ -265,6 +261,18 @@ def test_a_rugged_deterministic_f_goes_on_in_the_trust_region():
         u = zlib.crc32(np.ascontiguousarray(x, dtype=np.float64).tobytes()) / 2**32
         return float(np.sum((x - target) ** 2)) + 0.01 * (u - 0.5)
 
+    return f, target
+
+
+def test_a_rugged_deterministic_f_goes_on_in_the_trust_region():
+    """A quadratic plus a deterministic ruggedness of amplitude 0.01 (a solver's tolerance) at
+    d = 4: x0's values repeat, the quasi-Newton phase stalls on the ruggedness near x0 = 0, and
+    the trust region, whose radii rise above it, takes the run to within 10 amplitudes of the
+    minimum (f(x0) is 14 above it) for every seed; there its steps fail down to its last
+    radius, and where the method's first iterations find no value lower by more than the
+    spread of the region's last values the run ends, a success, instead of spending the rest
+    of ``maxfev`` (it ran all 1000 evaluations to the same distance, 9.5e-5, status 1)."""
+    f, target = rugged_quadratic()
     for seed in range(3):
         res = zovh_opt.minimize(f, np.zeros(4), rng=seed, options={"maxfev": 1000})
         assert res.quasi_newton["ended"] is not None and res.trust_region["nfev"] >= 8
@@ -278,13 +286,7 @@ def test_a_checkpoint_after_a_rugged_regions_end_continues_bit_for_bit(tmp_path)
     radius out (the test above's quadratic), the run asks the same points and ends as
     without: the region's value and roughness, which its first iterations are compared
     with, are in the checkpoint."""
-    import zlib
-
-    target = np.arange(4.0)
-
-    def f(x):
-        u = zlib.crc32(np.ascontiguousarray(x, dtype=np.float64).tobytes()) / 2**32
-        return float(np.sum((x - target) ** 2)) + 0.01 * (u - 0.5)
+    f, _ = rugged_quadratic()
 
     def run(save: bool):
         opt = zovh_opt.Optimizer(np.zeros(4), rng=0, options={"maxfev": 1000})
@@ -558,7 +560,7 @@ def test_a_fit_whose_svd_does_not_converge_is_solved_by_a_factorisation(monkeypa
         raise np.linalg.LinAlgError("SVD did not converge in Linear Least Squares")
 
     monkeypatch.setattr(np.linalg, "lstsq", fails)
-    np.testing.assert_allclose(_least_squares(rows, rhs), expected, rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(least_squares(rows, rhs), expected, rtol=1e-10, atol=1e-12)
 
 
 def test_the_end_compares_with_the_point_it_is_given_in_place_of_x0():

@@ -20,11 +20,10 @@ import math
 from typing import Any
 
 import numpy as np
-import scipy.linalg
 
 from .._noise.samples import sample_std
 from ..tuning import active
-from .coordinates import power_of_two_near
+from .region_fit import fit_model
 
 __all__ = ["TrustRegionPhase", "step_in_ball"]
 
@@ -64,16 +63,6 @@ def step_in_ball(g: np.ndarray, h: np.ndarray, radius: float) -> np.ndarray:
             break
         low, high = (middle, high) if np.linalg.norm(step(middle)) > radius else (low, middle)
     return step(high)
-
-
-def _least_squares(rows: np.ndarray, rhs: np.ndarray) -> np.ndarray:
-    """The minimum-norm least-squares solution (LAPACK's ``gelsd``); where its SVD does not
-    converge (it happened once at d = 20 on finite rows of magnitude 1e3: bbob f24 instance 5),
-    a complete orthogonal factorisation (``gelsy``), which has no iteration to fail."""
-    try:
-        return np.linalg.lstsq(rows, rhs, rcond=None)[0]
-    except np.linalg.LinAlgError:
-        return scipy.linalg.lstsq(rows, rhs, lapack_driver="gelsy")[0]
 
 
 class TrustRegionPhase:
@@ -139,7 +128,7 @@ class TrustRegionPhase:
         self.quiet = 0  # failed steps in a row within the noise (`_below_noise`)
         self.level = self.noise  # the noise near the centre, as its last check measured it
         self.measured = False  # ... and whether a check has measured it (else x0's)
-        self.misfit = 0.0  # the last fit's residuals' spread before a check (`_model`)
+        self.misfit = 0.0  # the last fit's residuals' spread before a check (`fit_model`)
         self.checking = False  # the pending ask measures the centre again (`_check_noise`)
         self.confirming = False  # ... or a step's point that fell far below its prediction
         self.opening = int(opening)
@@ -351,14 +340,12 @@ class TrustRegionPhase:
         alternative model, as in NEWUOA and COBYQA). A Hessian that the least change carried
         from far away (f6's curvature differs 1e4 times across the minimum) then no longer
         sets the steps near the centre."""
-        carried, misfit = self.hessian, self.misfit
-        self.hessian = np.zeros_like(carried)
-        g_fresh, h_fresh = self._model()
-        if np.linalg.norm(g) >= active().trust_region.ALTERNATIVE_SLOPE * np.linalg.norm(g_fresh):
-            self.failures = 0
-            return g_fresh, h_fresh
-        self.hessian, self.misfit = carried, misfit
-        return g, h
+        g_fresh, h_fresh, misfit = self._fit(np.zeros_like(h))
+        if np.linalg.norm(g) < active().trust_region.ALTERNATIVE_SLOPE * np.linalg.norm(g_fresh):
+            return g, h
+        self.failures = 0
+        self._keep(h_fresh, misfit)
+        return g_fresh, h_fresh
 
     def _usable(self) -> tuple[np.ndarray, np.ndarray]:
         """The points and values a model may use: finite values not `JUMP` times the scale
@@ -369,65 +356,21 @@ class TrustRegionPhase:
         return points[keep], values[keep]
 
     def _model(self) -> tuple[np.ndarray, np.ndarray]:
-        """The model's gradient and Hessian at the centre (in ``u``): least squares over the
-        nearest points of the change of the last Hessian, the point ``r`` from the centre
-        weighted ``1 / (1 + (r / radius)^3)`` (a quadratic's error grows as ``r^3``: far
-        points must not set the slope), the change held back by `_ridge`."""
-        d, radius = self.dim, self.radius
-        points, values = self._usable()
-        offsets = points - self.u
-        distance = np.linalg.norm(offsets, axis=1)
-        unknowns = (d + 1) * (d + 2) // 2
-        nearest = np.argsort(distance, kind="stable")[: active().trust_region.POINTS * unknowns]
-        near = nearest[distance[nearest] <= active().trust_region.REACH * radius]
-        if near.size < d + 1:
-            near = nearest[: d + 1]
-        s = offsets[near] / radius
-        changes = values[near] - self.fu
-        largest = float(np.max(np.abs(changes)))
-        # the fit in a unit of f near its changes (a power of two, exact): f of 1e154 would
-        # overflow the squares, and 1e-300 underflow them
-        unit = power_of_two_near(largest) if math.isfinite(largest) and largest > 0 else 1.0
-        rest = (
-            values[near]
-            - self.fu
-            - 0.5 * np.einsum("ni,ij,nj->n", s, self.hessian, s) * (radius * radius)
-        ) / unit
-        iu = np.triu_indices(d)
-        quadratic = s[:, iu[0]] * s[:, iu[1]]
-        quadratic[:, iu[0] == iu[1]] *= 0.5
-        free = active().trust_region.FREE  # the value and slope columns: barely penalised
-        a = np.hstack([free * np.ones((near.size, 1)), free * s, quadratic])
-        weights = 1.0 / (1.0 + (distance[near] / radius) ** 3)
-        rows, rhs = self._ridge(a * weights[:, None], rest * weights, changes / unit * weights)
-        solution = _least_squares(rows, rhs)
-        if self.noisy and not self.measured:  # (read by `_below_noise` until a check)
-            self.misfit = 1.4826 * float(np.median(np.abs(a @ solution - rest))) * unit
-        solution = solution * unit
-        change = np.zeros((d, d))
-        change[iu] = solution[d + 1 :]
-        change = change + change.T - np.diag(np.diag(change))
-        self.hessian = self.hessian + change / (radius * radius)
-        return free * solution[1 : d + 1] / radius, self.hessian
+        """The model's gradient and Hessian at the centre (in ``u``, `fit_model`), the last
+        Hessian carried into the fit; the Hessian is kept for the next."""
+        g, h, misfit = self._fit(self.hessian)
+        self._keep(h, misfit)
+        return g, h
 
-    def _ridge(
-        self, rows: np.ndarray, rhs: np.ndarray, changes: np.ndarray
-    ) -> tuple[np.ndarray, np.ndarray]:
-        """The fit's rows with a penalty on each coefficient of the Hessian's change: `RIDGE`
-        times the residuals' root mean square over that of the values' ``changes`` from the
-        centre's (both weighted). Interpolating about as many points as unknowns would put
-        their noise, or a far point's higher-order terms, into the Hessian and through it
-        into the slope; the penalty holds the change back as far as the last model misses the
-        values, and lets it through where the misfit is small against what ``f`` varies by.
-        Theory page, *The region's fit: far points weigh less, the change is held back*."""
-        ridge = active().trust_region.RIDGE
-        scale = float(np.sqrt(np.mean(changes**2)))
-        if not ridge > 0 or not scale > 0:
-            return rows, rhs
-        penalty = ridge * float(np.sqrt(np.mean(rhs**2))) / scale
-        unknowns = rows.shape[1] - self.dim - 1
-        penalty_rows = np.hstack([np.zeros((unknowns, self.dim + 1)), penalty * np.eye(unknowns)])
-        return np.vstack([rows, penalty_rows]), np.concatenate([rhs, np.zeros(unknowns)])
+    def _fit(self, prior: np.ndarray) -> tuple[np.ndarray, np.ndarray, float | None]:
+        points, values = self._usable()
+        spread = self.noisy and not self.measured  # (read by `_below_noise` until a check)
+        return fit_model(points, values, self.u, self.fu, self.radius, prior, misfit=spread)
+
+    def _keep(self, h: np.ndarray, misfit: float | None) -> None:
+        self.hessian = h
+        if misfit is not None:
+            self.misfit = misfit
 
     def _close(self) -> np.ndarray:
         """The offsets from the centre of the points within twice the radius, over it."""
