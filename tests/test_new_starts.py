@@ -114,13 +114,22 @@ def test_above_d_3_new_starts_alternate_by_the_evaluations_each_regime_spent(mon
         factors.append(factor)
         widen(self, factor, reach)
 
-    def built(*args, options, **kwargs):
+    def record(options):
         phases.append(options.get("quasi_newton", "auto"))
         pairs.append(options.get("n_directions", "auto"))
-        return optimizer(*args, options=options, **kwargs)
+
+    class Built(optimizer):  # the first run's optimizer, and the new starts'
+        def __init__(self, *args, options, **kwargs):
+            record(options)
+            super().__init__(*args, options=options, **kwargs)
+
+        @classmethod
+        def _new_start(cls, *args, options, **kwargs):
+            record(options)
+            return super()._new_start(*args, options=options, **kwargs)
 
     monkeypatch.setattr(AskTellMethod, "widen", spy)
-    monkeypatch.setattr(new_starts, "Optimizer", built)
+    monkeypatch.setattr(new_starts, "Optimizer", Built)
     res = zovh_opt.minimize(
         rastrigin, np.full(dim, 2.0), rng=0, options={"maxfev": 10_000 * dim, "new_starts": 8}
     )
