@@ -269,16 +269,36 @@ def test_a_rugged_deterministic_f_goes_on_in_the_trust_region():
     d = 4: x0's values repeat, the quasi-Newton phase stalls on the ruggedness near x0 = 0, and
     the trust region, whose radii rise above it, takes the run to within 10 amplitudes of the
     minimum (f(x0) is 14 above it) for every seed; there its steps fail down to its last
-    radius, and where the method's first iterations find no value lower by more than the
-    spread of the region's last values the run ends, a success, instead of spending the rest
-    of ``maxfev`` (it ran all 1000 evaluations to the same distance, 9.5e-5, status 1)."""
+    radius, one restart from its centre finds nothing lower by more than the roughness, and
+    where the method's first iterations find no value lower by more than the spread of the
+    region's last values the run ends, a success, instead of spending the rest of ``maxfev``
+    (it ran all 1000 evaluations to the same distance, 9.5e-5, status 1; 282 now)."""
     f, target = rugged_quadratic()
     for seed in range(3):
         res = zovh_opt.minimize(f, np.zeros(4), rng=seed, options={"maxfev": 1000})
         assert res.quasi_newton["ended"] is not None and res.trust_region["nfev"] >= 8
         assert float(np.sum((res.x - target) ** 2)) < 10 * 0.01
-        assert res.trust_region["ended"] == "radius" and res.nfev < 300
+        assert res.trust_region["ended"] == "radius" and res.trust_region["restarts"] == 1
+        assert res.nfev < 300
         assert res.success and res.message.startswith("The trust region's steps failed")
+
+
+@pytest.mark.parametrize(("instance", "before"), [(1, 3.9e-5), (2, 8.2e-5), (3, 1.3e-5)])
+def test_a_rugged_region_that_went_lower_starts_afresh(instance, before):
+    """bbob's separable ellipsoid (f2, conditioned 1e6, its coordinates bent by T_osz) at
+    d = 5 times ``1 + 1e-3 r(x)``, ``r`` a hash of ``x`` (the mild-noise benchmark's rough
+    model): the region crawls down the valley until its model fits the roughness and its
+    radius runs out; the run ended there, at ``before`` of the start's gap. A fresh region
+    from the centre (the stencil's wide differences above the roughness) goes on down: below
+    1e-5 of it within the benchmark's 100 d evaluations."""
+    pytest.importorskip("cocoex")
+    from zovh_opt.benchmarks.mild_noise import _problem
+
+    fun = _problem({"dim": 5, "level": 1e-3}, 2, instance, "rough", 0)
+    x0 = np.asarray(fun.problem.initial_solution, dtype=float)
+    res = zovh_opt.minimize(fun, x0, rng=0, options={"maxfev": 500})
+    assert res.trust_region["restarts"] >= 1
+    assert fun.gap(res.x) <= 1e-5 * fun.gap(x0) < before * fun.gap(x0)
 
 
 def test_a_checkpoint_after_a_rugged_regions_end_continues_bit_for_bit(tmp_path):

@@ -500,7 +500,7 @@ class TrustRegion(Stage):
             return {}
         steps, nfev = parts.regions_spent
         fields = {"nit": steps + region.steps, "nfev": nfev + region.nfev, "ended": region.ended}
-        return {"trust_region": fields}
+        return {"trust_region": {**fields, "restarts": region.restarts}}
 
 
 class Iterate(Stage):

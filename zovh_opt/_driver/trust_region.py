@@ -8,9 +8,10 @@ failed steps a fit without that memory replaces it where their slopes disagree, 
 alternative model), so each evaluation teaches the model what a batch of pairs teaches the
 method. Its step minimises the model within a radius that the ratio of actual to predicted
 decrease grows and shrinks; where a shrink would leave too few well-spread points near the
-centre, a geometry point comes first. Its first radius is `RADIUS` ``|x0_j|`` along each
-coordinate (1 where ``x0 = 0``, as COBYQA's); on the host, ``O(d^2)`` numbers, up to
-`TRUST_REGION_MAX_DIMENSION`. Evidence: the theory page, *Mild noise at small d: a
+centre, a geometry point comes first; a rugged ``f``'s region that went lower starts afresh
+where its radius runs out (its close points fit the roughness). Its first radius is `RADIUS`
+``|x0_j|`` along each coordinate (1 where ``x0 = 0``, as COBYQA's); on the host, ``O(d^2)``
+numbers, up to `TRUST_REGION_MAX_DIMENSION`. Evidence: the theory page, *Mild noise at small d: a
 model-based trust region*, and for the opening *The region opens deterministic runs at d <= 3*.
 """
 
@@ -134,6 +135,8 @@ class TrustRegionPhase:
         self.opening = int(opening)
         self.opened = self.opening > 0  # (a deterministic run's opening, gone on or not)
         self.failures = 0  # steps in a row that kept less than `FAILED_RATIO` of their prediction
+        self.restarts = 0  # fresh starts from the centre after the radius ran out (`_ran_out`)
+        self.restart_value = self.fu  # the centre's value at the last (re)start
 
     @property
     def done(self) -> bool:
@@ -259,7 +262,7 @@ class TrustRegionPhase:
             else:
                 self.pending = [self._geometry_point()]
         if self.radius < rules.END_RADIUS:
-            self.ended = "radius"
+            self._ran_out()
         elif self.noisy and ratio > rules.CONFIRM_RATIO and self.fu == value:
             self.confirming, self.pending = True, [self.u.copy()] * rules.CONFIRM
         elif not self.pending and self._below_noise(ratio, before - value):
@@ -331,7 +334,23 @@ class TrustRegionPhase:
                 return
             self.radius *= rules.SHRINK
             if self.radius < rules.END_RADIUS:
-                self.ended = "radius"
+                self._ran_out()
+
+    def _ran_out(self) -> None:
+        """The radius ran out: the region ends, unless ``f`` is rugged (the region is
+        deterministic and not an opening) and its centre went lower than at the region's last
+        start by more than the `roughness`: it then starts afresh from its centre (radius 1,
+        the stencil, no points or Hessian kept: Py-BOBYQA's hard restart). The points near
+        the centre have been fitting the roughness, and a model of them would again; the
+        stencil's wide differences rise above it."""
+        if self.noisy or self.opened or not self.fu < self.restart_value - self.roughness:
+            self.ended = "radius"
+            return
+        self.restarts += 1
+        self.restart_value, self.radius, self.good_radius = self.fu, 1.0, 1.0
+        self.points, self.values = [self.u.copy()], [self.fu]
+        self.hessian = np.zeros((self.dim, self.dim))
+        self.pending, self.failures = self._stencil(), 0
 
     def _alternative(self, g: np.ndarray, h: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """After `ALTERNATIVE_AFTER` failed steps in a row, the model fitted afresh too (no
@@ -403,7 +422,8 @@ class TrustRegionPhase:
             "good_radius": self.good_radius, "quiet": self.quiet, "checking": self.checking,
             "level": self.level, "confirming": self.confirming, "measured": self.measured,
             "misfit": self.misfit, "opening": self.opening, "opened": self.opened,
-            "failures": self.failures,
+            "failures": self.failures, "restarts": self.restarts,
+            "restart_value": self.restart_value,
         }  # fmt: skip
 
     @classmethod
@@ -432,4 +452,6 @@ class TrustRegionPhase:
         phase.opening = int(state.get("opening", 0))  # (none before the opening)
         phase.opened = bool(state.get("opened", False))
         phase.failures = int(state.get("failures", 0))  # (none before the alternative model)
+        phase.restarts = int(state.get("restarts", 0))  # (none before the restarts)
+        phase.restart_value = float(state.get("restart_value", phase.f_start))
         return phase
