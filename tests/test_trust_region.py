@@ -301,6 +301,40 @@ def test_a_rugged_region_that_went_lower_starts_afresh(instance, before):
     assert fun.gap(res.x) <= 1e-5 * fun.gap(x0) < before * fun.gap(x0)
 
 
+@pytest.mark.parametrize(("instance", "before"), [(1, 6.1e-6), (2, 7.2e-7), (3, 3.0e-7)])
+def test_a_noisy_region_that_went_lower_starts_afresh(instance, before):
+    """The same ellipsoid at d = 2 times ``1 + 1e-3 N`` (the benchmark's relative noise): the
+    noisy region's steps fail down to its last radius once its close points fit the noise,
+    and the method after it ended at ``before`` of the start's gap. A fresh region from the
+    centre goes on down: below 1e-7 of it within 100 d evaluations."""
+    pytest.importorskip("cocoex")
+    from zovh_opt.benchmarks.mild_noise import _problem
+
+    fun = _problem({"dim": 2, "level": 1e-3}, 2, instance, "relative", 0)
+    x0 = np.asarray(fun.problem.initial_solution, dtype=float)
+    res = zovh_opt.minimize(fun, x0, rng=0, options={"maxfev": 200})
+    assert res.trust_region["restarts"] >= 1
+    assert fun.gap(res.x) <= 1e-7 * fun.gap(x0) < before * fun.gap(x0)
+
+
+def test_a_noisy_region_whose_check_read_no_noise_does_not_start_afresh():
+    """A region told of noise (0.1 at x0) on an exact quadratic, as an objective whose noise
+    is in a fraction of the calls looks between its outliers: its check measures the centre
+    three times and reads no noise, and where its radius runs out it ends (the last values'
+    spread reads no noise there, and a low outlier would pass for a gain) though its centre
+    went far lower than its start."""
+    target = np.arange(3.0)
+
+    def f(x):
+        return float(np.sum((x - target) ** 2)) + 1.0
+
+    region = TrustRegionPhase(np.zeros(3), f(np.zeros(3)), 0.1, noisy=True)
+    while not region.done:
+        region.tell([f(region.point(i)) for i in range(region.size())])
+    assert region.measured and region.level == 0.0 and region.fu < f(np.zeros(3)) - 1.0
+    assert region.ended == "radius" and region.restarts == 0
+
+
 def test_a_checkpoint_after_a_rugged_regions_end_continues_bit_for_bit(tmp_path):
     """Saved and loaded at every ask of the method after a rugged ``f``'s region ran its
     radius out (the test above's quadratic), the run asks the same points and ends as

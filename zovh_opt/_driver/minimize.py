@@ -158,7 +158,7 @@ def minimize(
         ``nit``, ``nfev`` and ``fun``, the mean
         of that iteration's values, for plotting); where they ran, ``quasi_newton`` and
         ``trust_region`` (steps ``nit``, evaluations ``nfev``, why it ``ended``; an opening
-        and a region after it count together; a rugged ``f``'s region's fresh starts,
+        and a region after it count together; the region's fresh starts,
         ``restarts``).
 
         ``jac`` is the latest gradient estimate of the Gaussian-smoothed objective from the

@@ -8,11 +8,12 @@ failed steps a fit without that memory replaces it where their slopes disagree, 
 alternative model), so each evaluation teaches the model what a batch of pairs teaches the
 method. Its step minimises the model within a radius that the ratio of actual to predicted
 decrease grows and shrinks; where a shrink would leave too few well-spread points near the
-centre, a geometry point comes first; a rugged ``f``'s region that went lower starts afresh
-where its radius runs out (its close points fit the roughness). Its first radius is `RADIUS`
-``|x0_j|`` along each coordinate (1 where ``x0 = 0``, as COBYQA's); on the host, ``O(d^2)``
-numbers, up to `TRUST_REGION_MAX_DIMENSION`. Evidence: the theory page, *Mild noise at small d: a
-model-based trust region*, and for the opening *The region opens deterministic runs at d <= 3*.
+centre, a geometry point comes first; a region that went lower starts afresh where its
+radius runs out (its close points fit the roughness or the noise). Its first radius is
+`RADIUS` ``|x0_j|`` along each coordinate (1 where ``x0 = 0``, as COBYQA's); on the host,
+``O(d^2)`` numbers, up to `TRUST_REGION_MAX_DIMENSION`. Evidence: the theory page, *Mild
+noise at small d: a model-based trust region*, and for the opening *The region opens
+deterministic runs at d <= 3*.
 """
 
 from __future__ import annotations
@@ -188,8 +189,8 @@ class TrustRegionPhase:
 
     @property
     def roughness(self) -> float:
-        """How far its last ``2 d + 1`` values lie above the centre's at most: at the end of a
-        rugged ``f``'s radius, the roughness's spread."""
+        """How far its last ``2 d + 1`` values lie above the centre's at most: at the end of its
+        radius, the spread of a rugged ``f``'s roughness or of the noise."""
         return max(self.values[-(2 * self.dim + 1) :]) - self.fu
 
     @property
@@ -337,20 +338,24 @@ class TrustRegionPhase:
                 self._ran_out()
 
     def _ran_out(self) -> None:
-        """The radius ran out: the region ends, unless ``f`` is rugged (the region is
-        deterministic and not an opening) and its centre went lower than at the region's last
-        start by more than the `roughness`: it then starts afresh from its centre (radius 1,
-        the stencil, no points or Hessian kept: Py-BOBYQA's hard restart). The points near
-        the centre have been fitting the roughness, and a model of them would again; the
-        stencil's wide differences rise above it."""
-        if self.noisy or self.opened or not self.fu < self.restart_value - self.roughness:
+        """The radius ran out: the region ends, unless its centre went lower than at its last
+        start by more than the `roughness` (a rugged ``f``'s, or the noise's spread), it is
+        not an opening, and, where noisy, a check measured noise near its centre (where none
+        did, or it read none, the noise may be in a fraction of the calls only: the last
+        values' spread does not read it, and a low outlier would pass for a gain). It then
+        starts afresh from its centre (radius 1, the stencil, no points or Hessian kept:
+        Py-BOBYQA's hard restart): the points near the centre have been fitting the
+        roughness or the noise, and a model of them would again; the stencil's wide
+        differences rise above it."""
+        read = not self.noisy or (self.measured and self.level > 0)
+        if self.opened or not read or not self.fu < self.restart_value - self.roughness:
             self.ended = "radius"
             return
         self.restarts += 1
         self.restart_value, self.radius, self.good_radius = self.fu, 1.0, 1.0
         self.points, self.values = [self.u.copy()], [self.fu]
         self.hessian = np.zeros((self.dim, self.dim))
-        self.pending, self.failures = self._stencil(), 0
+        self.pending, self.failures, self.quiet = self._stencil(), 0, 0
 
     def _alternative(self, g: np.ndarray, h: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """After `ALTERNATIVE_AFTER` failed steps in a row, the model fitted afresh too (no
