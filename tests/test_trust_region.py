@@ -364,6 +364,34 @@ def test_a_checkpoint_after_a_rugged_regions_end_continues_bit_for_bit(tmp_path)
     assert np.array_equal(plain_result.x, again_result.x) and plain_result.nfev == again_result.nfev
 
 
+def test_a_checkpoint_inside_a_restarted_region_continues_bit_for_bit(tmp_path):
+    """Saved and loaded at every ask of the region (the rugged quadratic's, which restarts
+    once and ends with nothing more gained), the run asks the same points and ends as
+    without: the restarts and the value at the last start are in the checkpoint (with the
+    start's value in its place the reloaded region would restart again)."""
+    f, _ = rugged_quadratic()
+
+    def run(save: bool):
+        opt = zovh_opt.Optimizer(np.zeros(4), rng=0, options={"maxfev": 1000})
+        asked, saved = [], 0
+        while not opt.done:
+            if save and opt.stage == "model":
+                opt.save(tmp_path / "run.npz")
+                opt = zovh_opt.Optimizer.load(tmp_path / "run.npz")
+                saved += 1
+            points = opt.ask()
+            asked.append(np.array(points, copy=True))
+            opt.tell([f(p) for p in points])
+        return asked, opt.result(), saved
+
+    plain, plain_result, _ = run(False)
+    again, again_result, saved = run(True)
+    assert saved >= 100 and plain_result.trust_region["restarts"] == 1
+    assert again_result.trust_region == plain_result.trust_region
+    assert len(plain) == len(again)
+    assert all(np.array_equal(a, b) for a, b in zip(plain, again, strict=True))
+
+
 def test_noise_the_phase_finds_goes_on_in_the_trust_region():
     """bbob-noisy's Cauchy model on a quadratic at d = 3 (``f + 10``, and in 5 % of the calls
     ``0.01`` times a Cauchy draw more): x0's two values mostly agree, the region opens the run
