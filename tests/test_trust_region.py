@@ -202,26 +202,33 @@ def test_the_pipeline_takes_it_for_mild_noise_at_small_d_only():
         assert other.get("trust_region") is None
 
 
+def run_saved(f, x0, maxfev, path, when=None):
+    """The points a run asks, its result and how often it was saved: before each ask where
+    ``when(optimizer)`` holds, saved to ``path`` and loaded again (never without ``when``)."""
+    opt = zovh_opt.Optimizer(x0, rng=0, options={"maxfev": maxfev})
+    asked, saved = [], 0
+    while not opt.done:
+        if when is not None and when(opt):
+            opt.save(path)
+            opt = zovh_opt.Optimizer.load(path)
+            saved += 1
+        points = opt.ask()
+        asked.append(np.array(points, copy=True))
+        opt.tell([f(p) for p in points])
+    return asked, opt.result(), saved
+
+
+def in_region(opt):
+    return opt.stage == "model"
+
+
 def test_a_checkpoint_inside_the_region_continues_bit_for_bit(tmp_path):
     """Saved and loaded at every ask while the region runs, the run gives the same points and
     result as without."""
-
-    def run(save: bool):
-        f = sphere_with_noise(3)  # the same values in the same order for both runs
-        opt = zovh_opt.Optimizer(np.zeros(3), rng=0, options={"maxfev": 150})
-        asked, saved = [], 0
-        while not opt.done:
-            if save and opt.stage == "model":
-                opt.save(tmp_path / "run.npz")
-                opt = zovh_opt.Optimizer.load(tmp_path / "run.npz")
-                saved += 1
-            points = opt.ask()
-            asked.append(np.array(points, copy=True))
-            opt.tell([f(p) for p in points])
-        return asked, opt.result(), saved
-
-    plain, plain_result, _ = run(False)
-    again, again_result, saved = run(True)
+    path = tmp_path / "run.npz"
+    # (a fresh noise stream each: the same values in the same order for both runs)
+    plain, plain_result, _ = run_saved(sphere_with_noise(3), np.zeros(3), 150, path)
+    again, again_result, saved = run_saved(sphere_with_noise(3), np.zeros(3), 150, path, in_region)
     assert saved > 10 and len(plain) == len(again)
     assert all(np.array_equal(a, b) for a, b in zip(plain, again, strict=True))
     assert np.array_equal(plain_result.x, again_result.x) and plain_result.fun == again_result.fun
@@ -341,23 +348,14 @@ def test_a_checkpoint_after_a_rugged_regions_end_continues_bit_for_bit(tmp_path)
     without: the region's value and roughness, which its first iterations are compared
     with, are in the checkpoint."""
     f, _ = rugged_quadratic()
+    seen = []
 
-    def run(save: bool):
-        opt = zovh_opt.Optimizer(np.zeros(4), rng=0, options={"maxfev": 1000})
-        asked, saved, seen_model = [], 0, False
-        while not opt.done:
-            seen_model = seen_model or opt.stage == "model"
-            if save and seen_model and opt.stage == "iterate":
-                opt.save(tmp_path / "run.npz")
-                opt = zovh_opt.Optimizer.load(tmp_path / "run.npz")
-                saved += 1
-            points = opt.ask()
-            asked.append(np.array(points, copy=True))
-            opt.tell([f(p) for p in points])
-        return asked, opt.result(), saved
+    def after_region(opt):
+        seen.append(opt.stage)
+        return "model" in seen and opt.stage == "iterate"
 
-    plain, plain_result, _ = run(False)
-    again, again_result, saved = run(True)
+    plain, plain_result, _ = run_saved(f, np.zeros(4), 1000, tmp_path / "run.npz")
+    again, again_result, saved = run_saved(f, np.zeros(4), 1000, tmp_path / "run.npz", after_region)
     assert saved >= 5 and plain_result.message.startswith("The trust region's steps failed")
     assert len(plain) == len(again)
     assert all(np.array_equal(a, b) for a, b in zip(plain, again, strict=True))
@@ -370,22 +368,8 @@ def test_a_checkpoint_inside_a_restarted_region_continues_bit_for_bit(tmp_path):
     without: the restarts and the value at the last start are in the checkpoint (with the
     start's value in its place the reloaded region would restart again)."""
     f, _ = rugged_quadratic()
-
-    def run(save: bool):
-        opt = zovh_opt.Optimizer(np.zeros(4), rng=0, options={"maxfev": 1000})
-        asked, saved = [], 0
-        while not opt.done:
-            if save and opt.stage == "model":
-                opt.save(tmp_path / "run.npz")
-                opt = zovh_opt.Optimizer.load(tmp_path / "run.npz")
-                saved += 1
-            points = opt.ask()
-            asked.append(np.array(points, copy=True))
-            opt.tell([f(p) for p in points])
-        return asked, opt.result(), saved
-
-    plain, plain_result, _ = run(False)
-    again, again_result, saved = run(True)
+    plain, plain_result, _ = run_saved(f, np.zeros(4), 1000, tmp_path / "run.npz")
+    again, again_result, saved = run_saved(f, np.zeros(4), 1000, tmp_path / "run.npz", in_region)
     assert saved >= 100 and plain_result.trust_region["restarts"] == 1
     assert again_result.trust_region == plain_result.trust_region
     assert len(plain) == len(again)
