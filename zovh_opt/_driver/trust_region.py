@@ -175,7 +175,12 @@ class TrustRegionPhase:
         near the centre: steps failed at every radius below the last good one, as they do
         where the noise, not ``f``, decides them; a check's three values may have read it far
         too low (below a third of it about one time in ten)."""
-        return self.noisy and self.ended == "radius" and self.measured and self.level > 0
+        return self.ended == "radius" and self._noise_read
+
+    @property
+    def _noise_read(self) -> bool:
+        """Whether the region is noisy and a check measured noise near its centre."""
+        return self.noisy and self.measured and self.level > 0
 
     @property
     def rugged_end(self) -> bool:
@@ -347,7 +352,7 @@ class TrustRegionPhase:
         Py-BOBYQA's hard restart): the points near the centre have been fitting the
         roughness or the noise, and a model of them would again; the stencil's wide
         differences rise above it."""
-        read = not self.noisy or (self.measured and self.level > 0)
+        read = not self.noisy or self._noise_read
         if self.opened or not read or not self.fu < self.restart_value - self.roughness:
             self.ended = "radius"
             return
