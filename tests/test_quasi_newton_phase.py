@@ -1066,6 +1066,11 @@ def test_the_phase_keeps_the_dtype_and_namespace(backend):
     assert type(short.hess_inv @ x0) is type(x0) and short.hess_inv.dtype == x0.dtype
     # f = |x - 0.25|^2: the inverse Hessian is I / 2
     np.testing.assert_allclose(backend.to_numpy(short.hess_inv.diagonal()), 0.5, rtol=1e-3)
+    dense = short.hess_inv.todense()  # on x0's device, its diagonal the operator's
+    assert type(dense) is type(x0) and dense.dtype == x0.dtype
+    np.testing.assert_allclose(
+        np.diag(backend.to_numpy(dense)), backend.to_numpy(short.hess_inv.diagonal()), rtol=1e-5
+    )
     jac = backend.to_numpy(short.jac)
     assert type(short.jac) is type(x0) and short.jac.dtype == x0.dtype
     np.testing.assert_allclose(jac, 2 * (backend.to_numpy(short.x) - 0.25), atol=2e-3)

@@ -15,8 +15,9 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+from array_api_compat import device as _device
 
-from .._arrays.backend import namespace_of, quiet_overflow
+from .._arrays.backend import namespace_of, quiet_overflow, to_numpy
 from ..estimators import SymmetricOperator
 from ..tuning import active
 
@@ -129,16 +130,17 @@ class LbfgsInverse(SymmetricOperator):
         S = xp.stack([s for s, _, _ in self.pairs])
         Y = xp.stack([y for _, y, _ in self.pairs])
         H0Y = Y * self.h0
-        SY = np.asarray(xp.matmul(S, Y.T), dtype=np.float64)
-        YHY = np.asarray(xp.matmul(Y, H0Y.T), dtype=np.float64)
+        SY = np.asarray(to_numpy(xp.matmul(S, Y.T)), dtype=np.float64)  # m x m, on the host
+        YHY = np.asarray(to_numpy(xp.matmul(Y, H0Y.T)), dtype=np.float64)
         R_inv = np.linalg.inv(np.triu(SY))
         top = R_inv.T @ (np.diag(np.diag(SY)) + YHY) @ R_inv
         m = len(self.pairs)
         M = np.block([[top, -R_inv.T], [-R_inv, np.zeros((m, m))]])
-        return xp.concat([S, H0Y]), xp.asarray(M, dtype=S.dtype)
+        return xp.concat([S, H0Y]), xp.asarray(M, dtype=S.dtype, device=_device(S))
 
     def _h0_diagonal(self) -> Any:
-        return self.xp.zeros(self.shape[0], dtype=self.dtype) + self.h0
+        s = self.pairs[0][0]
+        return self.xp.zeros(self.shape[0], dtype=self.dtype, device=_device(s)) + self.h0
 
     def _outer(self) -> Any:
         """``factor scale^2``: what the pairs' diagonal is multiplied by."""
@@ -155,7 +157,8 @@ class LbfgsInverse(SymmetricOperator):
         W, M = self._compact()
         xp = self.xp
         dense = xp.matmul(W.T, xp.matmul(M, W))
-        dense += xp.eye(self.shape[0], dtype=self.dtype) * self._h0_diagonal()[None, :]
+        h0 = self._h0_diagonal()
+        dense += xp.eye(self.shape[0], dtype=self.dtype, device=_device(h0)) * h0[None, :]
         if self.scale is None:
             return dense * self.factor
         return dense * (self.factor * self.scale[:, None] * self.scale[None, :])
