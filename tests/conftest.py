@@ -4,7 +4,9 @@ Select with the environment variable ``ZOVH_ARRAY_BACKENDS``, a comma-separated 
 ``numpy``, ``array_api_strict``, ``torch``, ``cupy`` (or ``all``); the default is
 ``numpy,array_api_strict,torch``. A selected backend that is not installed, or ``cupy`` without
 a CUDA device, is skipped with the reason. ``ZOVH_TORCH_DEVICE`` (default ``cpu``) picks the
-device for torch tensors, e.g. ``cuda``.
+device for torch tensors, e.g. ``cuda``. array-api-strict's arrays live on its second device,
+which refuses implicit host conversions and mixed devices as a GPU does, so the CPU suite
+catches what only a GPU run found before.
 """
 
 from __future__ import annotations
@@ -91,13 +93,15 @@ class Backend:
             self.device = module.device(os.environ.get("ZOVH_TORCH_DEVICE", "cpu"))
             if self.device.type == "cuda" and not module.cuda.is_available():
                 pytest.skip("torch: no CUDA device")
+        if name == "array_api_strict":  # a device of its own: no implicit host conversion
+            self.device = module.Device("device1")
         self.xp = array_api_compat.array_namespace(self.asarray(np.zeros(1)))
 
     def asarray(self, a, dtype=None):
         a = np.asarray(a, dtype=dtype)
         if self.name == "numpy":
             return a
-        if self.name == "torch":
+        if self.name in ("torch", "array_api_strict"):
             return self.module.asarray(a, device=self.device)
         return self.module.asarray(a)
 
@@ -106,6 +110,8 @@ class Backend:
             return a.detach().cpu().numpy()
         if self.name == "cupy":
             return a.get()
+        if self.name == "array_api_strict":
+            return np.asarray(self.module.asarray(a, device=self.module.Device("CPU_DEVICE")))
         return np.asarray(a)
 
 

@@ -736,7 +736,8 @@ class RowStreams:
             gen.standard_normal(dtype=out.dtype, out=out)
         else:  # array-api-strict
             out[...] = self.space.xp.asarray(
-                gen.standard_normal(out.shape[0], dtype=np.dtype(self.space.dtype_name))
+                gen.standard_normal(out.shape[0], dtype=np.dtype(self.space.dtype_name)),
+                device=self.space.compute_device,
             )
 
     def _seed(self, h: int) -> int:
