@@ -7,6 +7,7 @@ the points the closure saw, and the update is the paper's formula written out in
 from __future__ import annotations
 
 import io
+import os
 import subprocess
 import sys
 
@@ -17,17 +18,20 @@ torch = pytest.importorskip("torch")
 from zovh_opt.torch import HiZOO, MeZO, ZoVH  # noqa: E402
 
 MU, LAM = 0.05, 0.5
+# ZOVH_TORCH_DEVICE=cuda (nox -s tests_gpu) runs the models on a GPU
+DEVICE = torch.device(os.environ.get("ZOVH_TORCH_DEVICE", "cpu"))
+if DEVICE.type == "cuda" and not torch.cuda.is_available():
+    pytest.skip("torch: no CUDA device", allow_module_level=True)
 
 
 def small_model(dtype=torch.float64, seed=0):
     torch.manual_seed(seed)
-    return torch.nn.Sequential(torch.nn.Linear(3, 4), torch.nn.Tanh(), torch.nn.Linear(4, 2)).to(
-        dtype
-    )
+    model = torch.nn.Sequential(torch.nn.Linear(3, 4), torch.nn.Tanh(), torch.nn.Linear(4, 2))
+    return model.to(device=DEVICE, dtype=dtype)
 
 
 def flat(model):
-    return torch.cat([p.detach().reshape(-1) for p in model.parameters()]).double().numpy()
+    return torch.cat([p.detach().reshape(-1) for p in model.parameters()]).double().cpu().numpy()
 
 
 class Recorder:
@@ -144,7 +148,7 @@ def test_hizoo_steps_follow_its_preconditioned_update():
         step = (yp - ym) / (2 * MU) * u / np.sqrt(sigma)
         np.testing.assert_allclose(flat(model), theta - 0.02 * step, rtol=0, atol=1e-10)
     hessian = torch.cat([opt.state[p]["hessian"].reshape(-1) for p in model.parameters()])
-    np.testing.assert_allclose(hessian.numpy(), sigma, rtol=1e-10)
+    np.testing.assert_allclose(hessian.cpu().numpy(), sigma, rtol=1e-10)
 
 
 @pytest.mark.parametrize("method", [ZoVH, MeZO, HiZOO])
@@ -153,8 +157,9 @@ def test_lr_0_leaves_every_parameter_within_its_dtypes_rounding(method, dtype):
     """Perturb and restore is not exact in floating point; the restore is rounded once, from
     float64, so a parameter moves only where a query crossed a power of two."""
     torch.manual_seed(0)
-    model = torch.nn.Sequential(torch.nn.Linear(32, 32), torch.nn.Linear(32, 1)).to(dtype)
-    x = torch.randn(8, 32, dtype=dtype)
+    model = torch.nn.Sequential(torch.nn.Linear(32, 32), torch.nn.Linear(32, 1))
+    model.to(device=DEVICE, dtype=dtype)
+    x = torch.randn(8, 32, dtype=dtype, device=DEVICE)
     before = flat(model)
     mu = 1e-3
     opt = method(model.parameters(), lr=0.0, smoothing=mu)
@@ -177,7 +182,7 @@ def test_frozen_parameters_and_groups(method):
     groups = [{"params": [model[0].weight], "lr": 0.0}, {"params": list(model[2].parameters())}]
     fixed = model[0].weight.detach().clone()
     opt = method(groups + [{"params": [frozen]}], lr=0.01, smoothing=1e-2)
-    x = torch.randn(16, 3)
+    x = torch.randn(16, 3, device=DEVICE)
     for _ in range(5):
         opt.step(lambda: model(x).pow(2).mean())
     assert torch.equal(frozen, still)  # bit for bit
@@ -286,7 +291,7 @@ def test_a_step_holds_a_few_chunks_not_a_copy_of_the_model(monkeypatch):
     not grow)."""
     from zovh_opt.torch._inplace import Workspace
 
-    model = torch.nn.Linear(1000, 100)  # 100 100 parameters
+    model = torch.nn.Linear(1000, 100, device=DEVICE)  # 100 100 parameters
     opt = ZoVH(model.parameters(), lr=1e-3, chunk=4096, history=2)
     held, peak = [], [0]
     original = Workspace.buffer
@@ -300,7 +305,7 @@ def test_a_step_holds_a_few_chunks_not_a_copy_of_the_model(monkeypatch):
 
     def closure():
         held.append(sum(w.held_bytes() for w in opt.directions.workspaces))
-        return model(torch.ones(1, 1000)).pow(2).mean()
+        return model(torch.ones(1, 1000, device=DEVICE)).pow(2).mean()
 
     for _ in range(3):
         opt.step(closure)
@@ -332,8 +337,8 @@ def test_an_opt_model_from_a_config_learns_under_zovh():
         max_position_embeddings=16,
         word_embed_proj_dim=16,
     )
-    model = transformers.OPTForCausalLM(config).eval()
-    tokens = torch.arange(8).repeat(4, 1) % 32  # a sequence to memorise
+    model = transformers.OPTForCausalLM(config).eval().to(DEVICE)
+    tokens = torch.arange(8, device=DEVICE).repeat(4, 1) % 32  # a sequence to memorise
 
     def closure():
         return model(input_ids=tokens, labels=tokens).loss
