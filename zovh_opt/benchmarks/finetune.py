@@ -38,6 +38,12 @@ PROMPTS = {"sentiment": ["it", "was"], "topic": ["the", "topic", "was"]}
 RATES = (1e-4, 5e-5, 1e-5)
 METHODS = ("MeZO", "HiZOO", "ZoVH (N=1)", "ZoVH (N=2)")
 CURVE_POINTS = 10  # validation losses recorded along a run, for the figure
+# the cost table's models, (hidden, layers, ffn, heads): a CPU's size and OPT's published shapes
+COST_MODELS = {
+    "small": (768, 4, 3072, 12),
+    "opt-1.3b": (2048, 24, 8192, 32),
+    "opt-13b": (5120, 40, 20480, 40),
+}
 
 
 def review(rng: np.random.Generator) -> tuple[list[str], int, int, int]:
@@ -147,23 +153,25 @@ def classification_loss(model: Any, data: tuple[Any, Any, Any], task: str) -> tu
     import torch
 
     tokens, last, labels = data
-    words = torch.tensor([TOKEN[w] for w in LABELS[task]])
+    words = torch.tensor([TOKEN[w] for w in LABELS[task]], device=tokens.device)
     with torch.no_grad():
         logits = model(input_ids=tokens, attention_mask=(tokens > 0).long()).logits
-    chosen = logits[torch.arange(len(last)), last][:, words]
+    chosen = logits[torch.arange(len(last), device=tokens.device), last][:, words]
     loss = torch.nn.functional.cross_entropy(chosen, labels)
     return loss, float((chosen.argmax(1) == labels).float().mean())
 
 
-def optimizer(method: str, params: Any, lr: float, seed: int) -> Any:
+def optimizer(method: str, params: Any, lr: float, seed: int, chunk: int | None = None) -> Any:
     from .. import torch as zt
 
     if method == "MeZO":
-        return zt.MeZO(params, lr, seed=seed, smoothing=1e-2)
+        return zt.MeZO(params, lr, seed=seed, smoothing=1e-2, chunk=chunk)
     if method == "HiZOO":
-        return zt.HiZOO(params, lr, seed=seed, smoothing=1e-2, alpha=1e-8)
+        return zt.HiZOO(params, lr, seed=seed, smoothing=1e-2, alpha=1e-8, chunk=chunk)
     history = 2 if method.endswith("(N=2)") else 1
-    return zt.ZoVH(params, lr, seed=seed, smoothing=1e-2, regularization=0.5, history=history)
+    return zt.ZoVH(
+        params, lr, seed=seed, smoothing=1e-2, regularization=0.5, history=history, chunk=chunk
+    )
 
 
 def finetune(job: tuple[str, str, float, int, dict[str, Any], dict[str, Any]]) -> dict[str, Any]:
@@ -225,6 +233,8 @@ def settings(quick: bool) -> dict[str, Any]:
             "valid": 128,
             "test": 128,
             "cost_model": (64, 1, 128, 2),
+            "cost_dtype": "float32",
+            "cost_chunk": None,
             "cost_steps": 2,
             "cost_tokens": (16,),
         }
@@ -240,7 +250,9 @@ def settings(quick: bool) -> dict[str, Any]:
         "train": 1000,
         "valid": 500,
         "test": 1000,
-        "cost_model": (768, 4, 3072, 12),
+        "cost_model": COST_MODELS["small"],
+        "cost_dtype": "float32",
+        "cost_chunk": None,
         "cost_steps": 4,
         "cost_tokens": (16, 128, 256),
     }
@@ -268,7 +280,8 @@ def _cost_of(job: tuple[str, dict[str, Any], str, int]) -> dict[str, Any]:
     method, s, device, tokens = job
     torch.manual_seed(0)
     config = model_config(*s["cost_model"], positions=max(32, tokens))
-    model = OPTForCausalLM(config).eval().to(device)
+    with torch.device(device):  # built where it runs: a GPU initializes 1e10 weights in seconds
+        model = OPTForCausalLM(config).eval().to(getattr(torch, s["cost_dtype"]))
     data = tuple(t.to(device) for t in documents(s["batch"], tokens, seed=1))
 
     def closure() -> Any:
@@ -292,7 +305,7 @@ def _cost_of(job: tuple[str, dict[str, Any], str, int]) -> dict[str, Any]:
 
     # built before the inference is measured: torch.optim's first optimizer imports parts of
     # torch (about 70 MB resident) that are the process's, not the steps'
-    opt = optimizer(method, model.parameters(), 0.0, seed=0)
+    opt = optimizer(method, model.parameters(), 0.0, seed=0, chunk=s["cost_chunk"])
 
     def inference() -> int:
         for _ in range(3 * s["cost_steps"]):
@@ -337,11 +350,45 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
     add_common_arguments(parser, NAME)
     parser.add_argument("--device", default="cpu", help="the cost table's device (cpu, cuda)")
+    parser.add_argument(
+        "--cost-only", action="store_true", help="the cost table alone, no fine-tuning runs"
+    )
+    parser.add_argument(
+        "--cost-model",
+        choices=sorted(COST_MODELS),
+        help="the cost table's model shape (default: small; --quick: smaller still)",
+    )
+    parser.add_argument(
+        "--cost-dtype",
+        choices=("float32", "float16", "bfloat16"),
+        default="float32",
+        help="the cost table's weights (default: float32)",
+    )
+    parser.add_argument(
+        "--cost-tokens", type=int, nargs="+", help="the cost table's prompt lengths"
+    )
+    parser.add_argument(
+        "--chunk",
+        type=int,
+        help="the optimizers' chunk in the cost table (default: by device, 2**17 or 2**26)",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
     s = settings(args.quick)
+    if args.cost_model is not None:
+        s["cost_model"] = COST_MODELS[args.cost_model]
+    s["cost_dtype"], s["cost_chunk"] = args.cost_dtype, args.chunk
+    if args.cost_tokens:
+        s["cost_tokens"] = tuple(args.cost_tokens)
     report = Report(args, NAME, "Zeroth-order fine-tuning of an OPT model (the paper's Appx. E)")
+    if args.cost_only:
+        rows = [cost(s, args.device, tokens) for tokens in s["cost_tokens"]]
+        for table in rows:
+            _cost_table(report, s, table, args.device)
+        report.write({**s, "device": args.device}, {"cost": rows})
+        print((report.out / f"{NAME}.md").read_text())
+        return 0
     weights = pretrain(s)
     jobs = [
         (task, method, lr, seed, s, weights)
@@ -426,7 +473,7 @@ def _cost_table(report: Report, s: dict[str, Any], rows: list[dict], device: str
         table,
         caption=(
             f"Cost on {device}: OPT with {rows[0]['params']:,} parameters "
-            f"({rows[0]['model_bytes'] / 2**20:.0f} MiB), batch {s['batch']} x "
+            f"({rows[0]['model_bytes'] / 2**20:.0f} MiB, {s['cost_dtype']}), batch {s['batch']} x "
             f"{rows[0]['tokens']} tokens, {os.cpu_count()} CPUs; each method in a "
             "process of its own, its inference first"
         ),
