@@ -164,19 +164,17 @@ def mixed_widths(case, dtype):
     return f, x0, list(zip(lower, lower + width, strict=True)), shift
 
 
-def test_in_float32_an_opening_region_at_the_phases_resolution_goes_on(tune):
+def test_in_float32_an_opening_region_at_the_phases_resolution_goes_on():
     """Case 11 above (d = 3, a box 1.3e-3 wide along one coordinate): within its 30
     evaluations the trust region's opening comes within `OPENING_FINE` difference steps of the
     phase's (sqrt(eps) = 3.5e-4 of x in float32), so it goes on to its own end, 2e-14 above
-    the minimum; handed to the phase there, the phase read its own rounding and claimed
-    success at 5.6e-4 of the start's gap."""
+    the minimum. Handed to the phase there (`OPENING_FINE = 0`), the phase read its own
+    rounding and claimed success at 5.6e-4 of the start's gap on NumPy 2.4; on 2.5 the path
+    differs in its last bits and a region after the phase went on down, so only the rule's
+    own run is asserted."""
     f, x0, bounds, shift = mixed_widths(11, np.float32)
     gap0 = f(x0) - shift
     res = zovh_opt.minimize(f, x0, bounds=bounds, rng=0)
     assert x0.shape == (3,) and res.trust_region["nfev"] > 30
     assert res.trust_region["ended"] == "radius"
     assert res.success and res.fun - shift <= 1e-4 * gap0
-    tune("trust_region", OPENING_FINE=0.0)
-    handed = zovh_opt.minimize(f, x0, bounds=bounds, rng=0)
-    assert handed.trust_region["nfev"] == 30 and handed.success
-    assert handed.fun - shift > 1e-4 * gap0

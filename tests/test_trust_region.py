@@ -4,6 +4,8 @@ fits, its convergence, where the pipeline takes it, and checkpoints inside it.""
 
 from __future__ import annotations
 
+import copy
+
 import numpy as np
 import pytest
 
@@ -142,35 +144,39 @@ def test_far_points_do_not_set_the_slope(start):
     assert region.fu <= 1e-8 * rosenbrock(x0)
 
 
-@pytest.mark.parametrize("alternative", [True, False])
-def test_a_hessian_carried_from_far_away_gives_way_to_a_fresh_fit(tune, alternative):
+def test_a_hessian_carried_from_far_away_gives_way_to_a_fresh_fit(tune):
     """A quadratic whose curvature is 1e4 times larger on one side of each hyperplane through
     its minimum (bbob's attractive sector f6 without its power and oscillation), rotated, at
     d = 3, the region driven alone from 0 for 300 evaluations, seeds 0-7: the Hessian that
     the least change carries from the other side promises decreases that steps do not keep,
     and the model fitted afresh, which replaces it after two such steps where its slope is
-    a tenth of the carried one's or less, takes the median value 100 times lower (3.4e-8;
-    carried throughout, 5.8e-5; f(0) is about 1e4)."""
-    if not alternative:
-        tune("trust_region", ALTERNATIVE_AFTER=10**9)
-    d, ends = 3, []
-    for seed in range(8):
-        rng = np.random.default_rng(seed)
-        rotation = np.linalg.qr(rng.standard_normal((d, d)))[0]
-        centre = rng.uniform(-1, 1, d)
+    a tenth of the carried one's or less, takes the median value 100 to 1000 times lower
+    (1e-8 to 3e-8 with it, 1e-6 to 6e-5 carried throughout, on NumPy 2.5 and 2.4; f(0) is
+    about 1e4), and a lower value from at least 6 of the 8 starts (8 on both)."""
+    d = 3
 
-        def f(x, rotation=rotation, centre=centre):
-            z = rotation @ (x - centre)
-            return float(np.sum(np.where(z > 0, 1e4, 1.0) * z**2))
+    def ends():
+        out = []
+        for seed in range(8):
+            rng = np.random.default_rng(seed)
+            rotation = np.linalg.qr(rng.standard_normal((d, d)))[0]
+            centre = rng.uniform(-1, 1, d)
 
-        region = TrustRegionPhase(np.zeros(d), f(np.zeros(d)), 0.0, noisy=False)
-        while not region.done and region.nfev < 100 * d:
-            region.tell([f(region.point(i)) for i in range(region.size())])
-        ends.append(region.fu)
-    if alternative:
-        assert np.median(ends) <= 1e-6
-    else:
-        assert np.median(ends) >= 1e-5
+            def f(x, rotation=rotation, centre=centre):
+                z = rotation @ (x - centre)
+                return float(np.sum(np.where(z > 0, 1e4, 1.0) * z**2))
+
+            region = TrustRegionPhase(np.zeros(d), f(np.zeros(d)), 0.0, noisy=False)
+            while not region.done and region.nfev < 100 * d:
+                region.tell([f(region.point(i)) for i in range(region.size())])
+            out.append(region.fu)
+        return np.array(out)
+
+    fresh = ends()
+    tune("trust_region", ALTERNATIVE_AFTER=10**9)
+    carried = ends()
+    assert np.median(fresh) <= 1e-6 and np.median(carried) >= 10 * np.median(fresh)
+    assert np.sum(fresh < carried) >= 6
 
 
 def sphere_with_noise(seed, sigma=1e-3):
@@ -302,28 +308,49 @@ def ellipsoid_run(dim: int, kind: str, instance: int):
     return res, fun.gap(res.x) / fun.gap(x0)
 
 
-@pytest.mark.parametrize(("instance", "before"), [(1, 3.9e-5), (2, 8.2e-5), (3, 1.3e-5)])
-def test_a_rugged_region_that_went_lower_starts_afresh(instance, before):
+def test_rugged_regions_that_went_lower_start_afresh():
     """bbob's separable ellipsoid (f2, conditioned 1e6, its coordinates bent by T_osz) at
     d = 5 times ``1 + 1e-3 r(x)``, ``r`` a hash of ``x`` (the mild-noise benchmark's rough
-    model): the region crawls down the valley until its model fits the roughness and its
-    radius runs out; the run ended there, at ``before`` of the start's gap. A fresh region
-    from the centre (the stencil's wide differences above the roughness) goes on down: below
-    1e-5 of it within the benchmark's 100 d evaluations."""
-    res, gap = ellipsoid_run(5, "rough", instance)
-    assert res.trust_region["restarts"] >= 1
-    assert gap <= 1e-5 < before
+    model), instances 1-6: the region crawls down the valley until its model fits the
+    roughness and its radius runs out, where the runs ended at a median 1.3e-5 to 2.6e-5 of
+    the start's gap (NumPy 2.5 and 2.4: each instance's path hangs on the last bits of the
+    fit's algebra, so a single run's outcome is not a test). A fresh region from the centre
+    (the stencil's wide differences above the roughness) goes on down: a median below 2e-6
+    within the benchmark's 100 d evaluations (3e-7 to 6e-7)."""
+    runs = [ellipsoid_run(5, "rough", instance) for instance in range(1, 7)]
+    assert sum(res.trust_region["restarts"] >= 1 for res, _ in runs) >= 4
+    assert np.median([gap for _, gap in runs]) <= 2e-6
 
 
-@pytest.mark.parametrize(("instance", "before"), [(1, 6.1e-6), (2, 7.2e-7), (3, 3.0e-7)])
-def test_a_noisy_region_that_went_lower_starts_afresh(instance, before):
-    """The same ellipsoid at d = 2 times ``1 + 1e-3 N`` (the benchmark's relative noise): the
-    noisy region's steps fail down to its last radius once its close points fit the noise,
-    and the method after it ended at ``before`` of the start's gap. A fresh region from the
-    centre goes on down: below 1e-7 of it within 100 d evaluations."""
-    res, gap = ellipsoid_run(2, "relative", instance)
-    assert res.trust_region["restarts"] >= 1
-    assert gap <= 1e-7 < before
+def test_a_noisy_region_that_went_lower_starts_afresh():
+    """A region told of noise (0.1 at x0) on a quadratic plus noise of 1e-6, driven until its
+    check has read the noise near its centre (far below x0's: it goes on), where its radius
+    runs out after a gain far above the last values' spread: it starts afresh from its centre
+    (radius 1, the stencil, no points or Hessian kept). The decision is made here directly:
+    which of a noisy region's runs reach it hangs on the noise's draws and the fit's last
+    bits (the mild-noise benchmark's relative model at d = 2: 7 of 12 of bbob f2's instances
+    on NumPy 2.4, 2 on 2.5)."""
+    noise, target = np.random.default_rng(0), np.arange(3.0)
+
+    def f(x):
+        return float(np.sum((x - target) ** 2)) + 1.0 + 1e-6 * noise.standard_normal()
+
+    region = TrustRegionPhase(np.zeros(3), f(np.zeros(3)), 0.1, noisy=True)
+    while not region.measured:
+        region.tell([f(region.point(i)) for i in range(region.size())])
+    while region.pending:  # the steps under way
+        region.tell([f(region.point(i)) for i in range(region.size())])
+    centre = region.u.copy()
+    assert 0 < region.level < 0.1 and region.fu < region.restart_value - region.roughness
+    unread = copy.deepcopy(region)
+    unread.level = 0.0  # had its check read no noise, it would end there
+    unread._ran_out()
+    assert unread.ended == "radius" and unread.restarts == 0
+    region._ran_out()
+    assert region.ended is None and region.restarts == 1 and region.radius == 1.0
+    assert region.restart_value == region.fu and len(region.points) == 1
+    assert np.array_equal(region.points[0], centre) and not region.hessian.any()
+    assert len(region.pending) == 2 * 3  # the stencil
 
 
 def test_a_noisy_region_whose_check_read_no_noise_does_not_start_afresh():
@@ -586,33 +613,48 @@ def test_where_the_noise_stayed_the_method_takes_its_own_length_scale(monkeypatc
 
 
 def test_a_region_that_ran_its_radius_out_in_noise_hands_over_as_if_it_stayed(monkeypatch):
-    """Additive noise 0.3 on a sphere (d = 3), a stream whose check read the noise near the
-    centre far below x0's (three values, one time in ten below a third): the region took it
-    for noise that fell with f and went on; its steps then failed within the noise at every
-    radius down to the last. The method takes its own length scale and is told the largest
-    reading of the noise (x0's, the check's, the fit's residuals'), not the check's: with the
-    last good radius and the check's reading it crawled (bbob f1 at d = 20 under the noise
-    benchmark's additive model: 1.8e-2 of the start's gap where the method alone reached
-    3e-4)."""
-    noise, told = np.random.default_rng(4), []
-    build = stages.method_from
+    """Additive noise 0.3 on a sphere (d = 3), the region's first check made to read the
+    noise near the centre at a tenth of its spread (three values read below a third of it
+    one time in ten): the region takes it for noise that fell with f and goes on; its steps
+    then fail within the noise at every radius down to the last (in 4 and 5 of seeds 0-7 on
+    NumPy 2.4 and 2.5; the others' later checks read the noise as it is). Where it ran out,
+    the method takes its own length scale and is told the largest reading of the noise (x0's,
+    the check's, the fit's residuals'), not the check's: with the last good radius and the
+    check's reading it crawled (bbob f1 at d = 20 under the noise benchmark's additive model:
+    1.8e-2 of the start's gap where the method alone reached 3e-4)."""
+    from zovh_opt._driver import trust_region
 
-    def method_from(parts, x, scale, **kwargs):
-        build(parts, x, scale, **kwargs)
-        found = parts.method.noise_found
-        parts.method.noise_found = lambda variance: (told.append(variance), found(variance))
+    ran_out = 0
+    for seed in range(8):
+        noise, told, readings = np.random.default_rng(seed), [], []
+        build, read = stages.method_from, trust_region.sample_std
 
-    monkeypatch.setattr(stages, "method_from", method_from)
+        def method_from(parts, x, scale, build=build, told=told, **kwargs):
+            build(parts, x, scale, **kwargs)
+            found = parts.method.noise_found
+            parts.method.noise_found = lambda variance: (told.append(variance), found(variance))
 
-    def additive(x):
-        return float(np.sum((x - 1.5) ** 2)) + 1.0 + 0.3 * noise.standard_normal()
+        def first_low(values, read=read, readings=readings):
+            readings.append(read(values))
+            return readings[-1] / 10 if len(readings) == 1 else readings[-1]
 
-    res, built, compared = handed_over(monkeypatch, additive, 1200)
-    [(scale, region)] = built
-    assert res.trust_region["ended"] == "radius" and region.measured
-    assert region.ran_out and not region.noise_stayed and scale is None
-    assert region.level < 0.1 < region.noise_read  # the check's reading, the largest
-    assert told == [pytest.approx(region.noise_read**2)] and len(compared) == 1
+        monkeypatch.setattr(stages, "method_from", method_from)
+        monkeypatch.setattr(trust_region, "sample_std", first_low)
+
+        def additive(x, noise=noise):
+            return float(np.sum((x - 1.5) ** 2)) + 1.0 + 0.3 * noise.standard_normal()
+
+        res, built, compared = handed_over(monkeypatch, additive, 1200)
+        monkeypatch.undo()
+        if not built or not built[0][1].ran_out:  # (none: x0's two values read severe noise)
+            continue
+        [(scale, region)] = built
+        ran_out += 1
+        assert res.trust_region["ended"] == "radius" and region.measured
+        assert not region.noise_stayed and scale is None
+        assert region.level < region.noise_read  # the check's reading is not the largest
+        assert told == [pytest.approx(region.noise_read**2)] and len(compared) == 1
+    assert ran_out >= 2
 
 
 def test_a_fit_whose_svd_does_not_converge_is_solved_by_a_factorisation(monkeypatch):
@@ -694,7 +736,10 @@ def test_noise_that_x0s_values_understated_is_found_by_the_fit():
 def test_the_regions_fit_is_the_same_at_every_scale_of_f():
     """``f -> 2^k f`` scales the region's model by ``2^k`` exactly: the fit runs in a unit of
     f near the values' changes (a power of two). At f of 1e150 the squares in the fit
-    overflowed (a hypothesis case: the SVD of rows of infinities), at 1e-301 they underflow."""
+    overflowed (a hypothesis case: the SVD of rows of infinities), at 1e-288 they underflow.
+    (At ``2^-1000`` the off-diagonal entry, at the fit's rounding, 1e-12 of the largest,
+    falls below the normal range: it keeps its bits only where it has few, as this machine's
+    LAPACK leaves it and an H200 machine's did not.)"""
 
     def rosenbrock(x):
         return float(100 * (x[1] - x[0] ** 2) ** 2 + (1 - x[0]) ** 2)
@@ -707,7 +752,7 @@ def test_the_regions_fit_is_the_same_at_every_scale_of_f():
         return region._model()
 
     g, h = model(0)
-    for power in (-1000, 500):
+    for power in (-960, 500):
         g_k, h_k = model(power)
         assert np.array_equal(g_k / 2.0**power, g) and np.array_equal(h_k / 2.0**power, h)
 
