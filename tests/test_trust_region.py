@@ -48,6 +48,24 @@ def test_the_step_minimises_the_model_in_the_ball(kind):
     assert model(g, h, s) <= values.min() + 1e-9
 
 
+def test_the_step_is_the_same_for_the_model_times_a_power_of_two():
+    """``2^k g, 2^k h`` give the same step bit for bit: the step is solved in a power of two
+    of the model's size, so its bisection's bracket (which has absolute terms) is the same.
+    Before, 85 of these 1200 steps differed in their last bits here, and with OpenBLAS's
+    AVX-512 kernels (an H200 machine's CPU) a noisy float32 run of ``8 f`` left ``f``'s
+    path."""
+    rng = np.random.default_rng(0)
+    for _ in range(300):
+        d = int(rng.integers(2, 8))
+        a = rng.standard_normal((d, d))
+        h = (a + a.T) / 2 * 10 ** rng.uniform(-3, 3)
+        g = rng.standard_normal(d) * 10 ** rng.uniform(-3, 3)
+        radius = 10 ** rng.uniform(-3, 0)
+        s = step_in_ball(g, h, radius)
+        for k in (-30, -3, 5, 40):
+            assert np.array_equal(step_in_ball(g * 2.0**k, h * 2.0**k, radius), s)
+
+
 def test_the_model_of_a_quadratic_is_the_quadratic():
     """From the stencil and enough further points the least-squares model of a quadratic's
     values converges to that quadratic as the fit is repeated (the ridge takes each change
