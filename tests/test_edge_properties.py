@@ -171,10 +171,11 @@ def test_in_float32_an_opening_region_at_the_phases_resolution_goes_on():
     the minimum. Handed to the phase there (`OPENING_FINE = 0`), the phase read its own
     rounding and claimed success at 5.6e-4 of the start's gap on NumPy 2.4; on 2.5 the path
     differs in its last bits and a region after the phase went on down, so only the rule's
-    own run is asserted."""
+    own run is asserted (its gap: whether the method after it meets a tolerance before
+    ``maxfev`` hangs on those bits too)."""
     f, x0, bounds, shift = mixed_widths(11, np.float32)
     gap0 = f(x0) - shift
     res = zovh_opt.minimize(f, x0, bounds=bounds, rng=0)
     assert x0.shape == (3,) and res.trust_region["nfev"] > 30
     assert res.trust_region["ended"] == "radius"
-    assert res.success and res.fun - shift <= 1e-4 * gap0
+    assert res.fun - shift <= 1e-4 * gap0

@@ -551,22 +551,22 @@ def test_a_lower_value_at_the_phases_resolution_refines_at_a_finer_scale(dim, ph
     """Once the method's first iterations after the converged phase found a lower value
     within HOP_DISTANCE l of its point, the method starts again from that lowest point at the
     length scale REFINE_SCALE l (not the kick's), and the run converges there; above
-    REFINE_DIMENSIONS (d = 4) it goes on as it was. Seeds 0-3: whether the first iterations
-    find the lower value hangs on the path's last bits (all of seeds 0-5 here; on an H200
-    machine's CPU seed 0 at d = 2 did not)."""
+    REFINE_DIMENSIONS (d = 4) it goes on as it was. Seeds 0-5: whether the first iterations
+    find the lower value hangs on the path's last bits (at d = 2 all six with OpenBLAS's
+    Haswell kernels, three with its AVX-512 ones, as on an H200 machine's CPU)."""
     f, x0 = refined_quadratic(dim)
     runs = []
-    for seed in range(4):
+    for seed in range(6):
         opt = zovh_opt.Optimizer(x0, rng=seed)
         _, refined = run_with_rebuilds(opt, f)
         runs.append((opt.result(), refined))
     converged = [r.success and r.fun < 1e-30 and r.quasi_newton["hops"] == 0 for r, _ in runs]
-    assert sum(converged) >= 3
+    assert sum(converged) >= 5
     assert 0 < DEFAULT.quasi_newton.REFINE_SCALE < 1 and DEFAULT.dimensions.REFINE_DIMENSIONS == 3
     if dim > DEFAULT.dimensions.REFINE_DIMENSIONS:
         assert all(refined == [] for _, refined in runs)
         return
-    assert sum(len(refined) == 1 for _, refined in runs) >= 3
+    assert sum(len(refined) == 1 for _, refined in runs) >= 2
     for _, scale, x, lowest in (r for _, refined in runs for r in refined):
         assert scale == pytest.approx(DEFAULT.quasi_newton.REFINE_SCALE)
         assert np.array_equal(x, lowest)
