@@ -120,12 +120,14 @@ def test_on_a_quadratic_it_converges(d):
 def test_the_ridge_keeps_the_noise_out_of_the_hessian(tune, ridge):
     """A sphere at d = 10 (Hessian 2 I) with relative noise 1e-3, the region driven alone,
     seeds 0-3: by 50 evaluations (the fit has 66 unknowns) the model's Hessian has its
-    eigenvalues within [-3, 7] (-0.5 to 5.6 with OpenBLAS's Haswell and AVX-512 kernels, -1.7
-    to 5.1 with its Sandy Bridge ones); without the ridge (``RIDGE = 0``) the noise its
-    interpolation absorbed puts one below -8 in every seed (-10 to -71). The alternative
-    model is off here: after two failed steps it replaces such a Hessian with a fresh fit,
-    which hides the ridge's part in one seed of four."""
+    eigenvalues within [-3, 7] (-1.7 to 5.6 with NumPy 2.4 and 2.5 and OpenBLAS's Haswell,
+    AVX-512 and Sandy Bridge kernels); without the ridge (``RIDGE = 0``) the noise its
+    interpolation absorbed puts one below -8 in three seeds of the four or all (-10 to -71;
+    the fourth -2.5 to -5.4 where it is not). The alternative model is off here: after two
+    failed steps it replaces such a Hessian with a fresh fit, which hides the ridge's part in
+    one seed of four."""
     tune("trust_region", RIDGE=ridge, ALTERNATIVE_AFTER=10**9)
+    lowest = []
     for seed in range(4):
         rng = np.random.default_rng(seed)
         centre = rng.uniform(-4, 4, 10)
@@ -140,8 +142,9 @@ def test_the_ridge_keeps_the_noise_out_of_the_hessian(tune, ridge):
         low, high = np.linalg.eigvalsh(region.hessian)[[0, -1]]
         if ridge > 0:
             assert -3.0 <= low and high <= 7.0
-        else:
-            assert low < -8.0
+        lowest.append(low)
+    if ridge == 0:
+        assert sum(low < -8.0 for low in lowest) >= 3
 
 
 @pytest.mark.parametrize("start", [0.0, -1.0])

@@ -36,9 +36,11 @@ def step_in_ball(g: np.ndarray, h: np.ndarray, radius: float) -> np.ndarray:
     |s|) = 0``), by bisection on ``lam`` in ``h``'s eigenbasis; in the hard case (``g`` without
     a part along the lowest eigenvector, the step at ``lam = -lam_min`` inside the ball) that
     eigenvector fills the step to the radius."""
-    size = max(float(np.abs(h).max(initial=0.0)), float(np.abs(g).max(initial=0.0)) / radius)
-    if size > 0 and math.isfinite(size):  # in a power of two of the model's size: 2^k g, 2^k h
-        unit = math.ldexp(1.0, math.frexp(size)[1])  # give the same step, on any BLAS
+    # in a power of two of the Hessian's size (the slope's where it is 0), so that 2^k g,
+    # 2^k h give the same step on any BLAS; tiny stays relative to h's eigenvalues
+    size = float(np.abs(h).max(initial=0.0)) or float(np.abs(g).max(initial=0.0)) / radius
+    if size > 0 and math.isfinite(size):
+        unit = math.ldexp(1.0, math.frexp(size)[1])
         g, h = g / unit, h / unit
     lam, q = np.linalg.eigh(h)
     gq = q.T @ g
