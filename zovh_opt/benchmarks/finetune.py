@@ -383,12 +383,7 @@ def run(args: argparse.Namespace) -> int:
         s["cost_tokens"] = tuple(args.cost_tokens)
     report = Report(args, NAME, "Zeroth-order fine-tuning of an OPT model (the paper's Appx. E)")
     if args.cost_only:
-        rows = [cost(s, args.device, tokens) for tokens in s["cost_tokens"]]
-        for table in rows:
-            _cost_table(report, s, table, args.device)
-        report.write({**s, "device": args.device}, {"cost": rows})
-        print((report.out / f"{NAME}.md").read_text())
-        return 0
+        return _costs_and_record(report, s, args.device, {})
     weights = pretrain(s)
     jobs = [
         (task, method, lr, seed, s, weights)
@@ -401,10 +396,15 @@ def run(args: argparse.Namespace) -> int:
     runs += [finetune((task, "pre-trained", 0.0, 0, s, weights)) for task in s["tasks"]]
     chosen = _accuracy_table(report, s, runs)
     _figure(report, s, runs, chosen)
-    rows = [cost(s, args.device, tokens) for tokens in s["cost_tokens"]]
+    return _costs_and_record(report, s, args.device, {"runs": runs, "chosen": chosen})
+
+
+def _costs_and_record(report: Report, s: dict[str, Any], device: str, data: dict) -> int:
+    """The cost tables (a row of processes per prompt length), then the record and report."""
+    rows = [cost(s, device, tokens) for tokens in s["cost_tokens"]]
     for table in rows:
-        _cost_table(report, s, table, args.device)
-    report.write({**s, "device": args.device}, {"runs": runs, "chosen": chosen, "cost": rows})
+        _cost_table(report, s, table, device)
+    report.write({**s, "device": device}, {**data, "cost": rows})
     print((report.out / f"{NAME}.md").read_text())
     return 0
 

@@ -61,8 +61,8 @@ def direction_dtype(dtype: torch.dtype) -> torch.dtype:
 
 
 def sum_dtype(dtype: torch.dtype) -> torch.dtype:
-    """The moves' sums: float64, or float32 for half-precision parameters (13 bits finer than
-    their rounding already, at half the memory traffic of a sweep)."""
+    """The moves' sums: float64, or float32 for half-precision parameters (13 bits or more
+    finer than their own rounding, at half a sweep's memory traffic)."""
     return torch.float32 if dtype in (torch.float16, torch.bfloat16) else torch.float64
 
 
