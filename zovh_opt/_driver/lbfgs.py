@@ -98,7 +98,7 @@ class LbfgsInverse(SymmetricOperator):
         self.pairs, self.h0 = list(pairs), h0
         self.factor, self.scale = float(factor), scale
         s = pairs[0][0]
-        self.xp = namespace_of(s)
+        self.xp, self.device = namespace_of(s), _device(s)
         d = s.shape[0]
         self.shape, self.dtype, self.ndim = (d, d), s.dtype, 2
 
@@ -136,11 +136,10 @@ class LbfgsInverse(SymmetricOperator):
         top = R_inv.T @ (np.diag(np.diag(SY)) + YHY) @ R_inv
         m = len(self.pairs)
         M = np.block([[top, -R_inv.T], [-R_inv, np.zeros((m, m))]])
-        return xp.concat([S, H0Y]), xp.asarray(M, dtype=S.dtype, device=_device(S))
+        return xp.concat([S, H0Y]), xp.asarray(M, dtype=S.dtype, device=self.device)
 
     def _h0_diagonal(self) -> Any:
-        s = self.pairs[0][0]
-        return self.xp.zeros(self.shape[0], dtype=self.dtype, device=_device(s)) + self.h0
+        return self.xp.zeros(self.shape[0], dtype=self.dtype, device=self.device) + self.h0
 
     def _outer(self) -> Any:
         """``factor scale^2``: what the pairs' diagonal is multiplied by."""
@@ -157,8 +156,8 @@ class LbfgsInverse(SymmetricOperator):
         W, M = self._compact()
         xp = self.xp
         dense = xp.matmul(W.T, xp.matmul(M, W))
-        h0 = self._h0_diagonal()
-        dense += xp.eye(self.shape[0], dtype=self.dtype, device=_device(h0)) * h0[None, :]
+        eye = xp.eye(self.shape[0], dtype=self.dtype, device=self.device)
+        dense += eye * self._h0_diagonal()[None, :]
         if self.scale is None:
             return dense * self.factor
         return dense * (self.factor * self.scale[:, None] * self.scale[None, :])

@@ -22,6 +22,7 @@ _MASK = (1 << 64) - 1
 # optimizer's buffers (512 KiB each in float32); on a GPU a chunk this small would be
 # launch-bound, so there a chunk is at most 2**26 elements
 CPU_CHUNK, DEVICE_CHUNK = 1 << 17, 1 << 26
+HALF = (torch.float16, torch.bfloat16)  # drawn and summed in float32
 
 
 def mix(*keys: int) -> int:
@@ -57,13 +58,13 @@ class Draw:
 
 def direction_dtype(dtype: torch.dtype) -> torch.dtype:
     """Half-precision parameters draw their directions in float32."""
-    return torch.float32 if dtype in (torch.float16, torch.bfloat16) else dtype
+    return torch.float32 if dtype in HALF else dtype
 
 
 def sum_dtype(dtype: torch.dtype) -> torch.dtype:
     """The moves' sums: float64, or float32 for half-precision parameters (13 bits or more
     finer than their own rounding, at half a sweep's memory traffic)."""
-    return torch.float32 if dtype in (torch.float16, torch.bfloat16) else torch.float64
+    return torch.float32 if dtype in HALF else torch.float64
 
 
 class Workspace:
