@@ -365,9 +365,9 @@ def test_a_noisy_region_that_went_lower_starts_afresh():
     centre = region.u.copy()
     assert 0 < region.level < 0.1 and region.fu < region.restart_value - region.roughness
     unread = copy.deepcopy(region)
-    unread.level = 0.0  # had its check read no noise, it would end there
+    unread.level = 0.0  # had its check read no noise, it would measure its centre and end
     unread._ran_out()
-    assert unread.ended == "radius" and unread.restarts == 0
+    assert unread.ending == [] and unread.restarts == 0 and unread.size() == 3
     region._ran_out()
     assert region.ended is None and region.restarts == 1 and region.radius == 1.0
     assert region.restart_value == region.fu and len(region.points) == 1
@@ -391,6 +391,88 @@ def test_a_noisy_region_whose_check_read_no_noise_does_not_start_afresh():
         region.tell([f(region.point(i)) for i in range(region.size())])
     assert region.measured and region.level == 0.0 and region.fu < f(np.zeros(3)) - 1.0
     assert region.ended == "radius" and region.restarts == 0
+
+
+def test_a_deterministic_regions_low_outlier_centre_is_found_before_it_ends():
+    """A region run as a deterministic ``f``'s (the phase read an outlier as ruggedness) on a
+    quadratic whose 20th call returns a low outlier (10 below ``f``, below its minimum): the
+    outlier's point is the centre, every later step fails against it, and where the radius
+    runs out (after a fresh start for the outlier's gain) the centre is measured once more.
+    Its fresh value differs, two more are asked, and their median with the old one is
+    ``f``'s: the region is noisy, the lowest value seen is the centre again, and it goes on
+    at its last good radius to the minimum; checkpoints keep the pending measurements.
+    Before, it ended at the outlier as a rugged ``f``'s, and the method's first iterations,
+    finding nothing below it, ended the run there (the Cauchy-outlier sphere at d = 20: 2 of
+    24 seeds at ``x0``). A deterministic centre repeats: its end costs one evaluation."""
+    target = np.array([0.3, -0.2, 0.1])
+    calls = []
+
+    def f(x):
+        calls.append(1)
+        return float(np.sum((x - target) ** 2)) + 1.0 - (10.0 if len(calls) == 20 else 0.0)
+
+    for outlier in (True, False):
+        calls.clear()
+        if not outlier:
+            calls.extend([1] * 20)  # past the outlier's call
+        region = TrustRegionPhase(np.zeros(3), f(np.zeros(3)), 0.0, noisy=False)
+        while not region.done and not region.noisy:
+            told, nfev, good = region.steps, region.nfev, region.good_radius
+            region = TrustRegionPhase.from_state(region.state())
+            region.tell([f(region.point(i)) for i in range(region.size())])
+            if region.done:
+                assert region.nfev == nfev + 1 and region.steps == told  # the one repeat
+        true = float(np.sum((region.x - target) ** 2)) + 1.0
+        if not outlier:
+            assert region.ended == "radius" and not region.noisy and region.fu == true
+            continue
+        assert region.measured and region.level == 0.0 and region.outliers == 1
+        assert not region.done and region.fu == true and min(region.values) == true
+        assert region.nfev == nfev + 2 and region.radius == good  # (two after the one)
+        while not region.done:
+            region.tell([f(region.point(i)) for i in range(region.size())])
+        assert region.fu - 1.0 < 1e-10 and region.ended == "radius" and not region.rugged_end
+
+
+def test_a_noisy_regions_low_outlier_centre_is_found_before_it_ends():
+    """A noisy region whose check read no noise (an exact quadratic between outliers) with a
+    low outlier for its centre, as a step's plausible decrease can make one (the Cauchy-
+    outlier sphere at d = 20, seed 17: a centre 17 below ``f`` reached by a step that kept
+    0.6 of its prediction): where its radius runs out it measures the centre three times,
+    their median with the old value lies above it by more than the fresh values' spread
+    allows, and the region goes on from its lowest real value. A second one ends the region
+    (``"outlier"``) at the centre's median: outliers come faster than its steps gain, and
+    the method, whose batches read them, goes on with its own length scale (`ran_out`).
+    Before, it handed the method its last good radius (9.5e-8) at the outlier, and the
+    method crawled there for 19 500 evaluations; where it starts afresh at every outlier, at
+    d = 20 it spends its evaluations at 20 ms each for little gain between them."""
+    target = np.arange(3.0)
+
+    def f(x):
+        return float(np.sum((x - target) ** 2)) + 1.0
+
+    region = TrustRegionPhase(np.zeros(3), f(np.zeros(3)), 0.1, noisy=True)
+    while not region.measured:
+        region.tell([f(region.point(i)) for i in range(region.size())])
+    assert region.level == 0.0
+    for outliers in (1, 2):
+        outlier = region.u + np.array([0.1, 0.0, 0.0])
+        region.points.append(outlier)
+        region.values.append(f(outlier * region.scale) - 17.0)
+        region.u, region.fu, region.pending = outlier, region.values[-1], []
+        region._ran_out()
+        assert region.ended is None and region.size() == 3
+        np.testing.assert_array_equal(region.point(2), outlier * region.scale)
+        region = TrustRegionPhase.from_state(region.state())
+        region.tell([f(region.point(i)) for i in range(region.size())])
+        assert region.outliers == outliers and region.restarts == 0
+        if outliers == 1:
+            assert not region.done and region.fu == min(region.values) >= 1.0
+            assert region.values[-1] == f(outlier * region.scale)  # the median: f's own
+            continue
+        assert region.ended == "outlier" and region.ran_out
+        assert region.fu == f(outlier * region.scale)
+        np.testing.assert_array_equal(region.u, outlier)
 
 
 def test_a_checkpoint_after_a_rugged_regions_end_continues_bit_for_bit(tmp_path):

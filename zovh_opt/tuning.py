@@ -167,7 +167,8 @@ class TrustRegion:
     # centre is measured again
     NOISE_STEPS: int = 3
     NOISE_CHANGE: float = 3.0
-    # ... this many times
+    # ... this many times; so is a centre no check read noise at before the region ends, and
+    # where their median with its value lies NOISE_CHANGE noises above it that was an outlier
     NOISE_CHECK: int = 3
     # ... and where their spread kept this share of the noise, the region hands over to the method
     NOISE_KEPT: float = 0.3

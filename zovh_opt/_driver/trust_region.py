@@ -9,11 +9,12 @@ alternative model), so each evaluation teaches the model what a batch of pairs t
 method. Its step minimises the model within a radius that the ratio of actual to predicted
 decrease grows and shrinks; where a shrink would leave too few well-spread points near the
 centre, a geometry point comes first; a region that went lower starts afresh where its
-radius runs out (its close points fit the roughness or the noise). Its first radius is
-`RADIUS` ``|x0_j|`` along each coordinate (1 where ``x0 = 0``, as COBYQA's); on the host,
-``O(d^2)`` numbers, up to `TRUST_REGION_MAX_DIMENSION`. Evidence: the theory page, *Mild
-noise at small d: a model-based trust region*, and for the opening *The region opens
-deterministic runs at d <= 3*.
+radius runs out (its close points fit the roughness or the noise), and one that would end
+where no check read noise measures its centre again (a low outlier would stay its end). Its
+first radius is `RADIUS` ``|x0_j|`` along each coordinate (1 where ``x0 = 0``, as COBYQA's);
+on the host, ``O(d^2)`` numbers, up to `TRUST_REGION_MAX_DIMENSION`. Evidence: the theory
+page, *Mild noise at small d: a model-based trust region*, and for the opening *The region
+opens deterministic runs at d <= 3*.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from typing import Any
 
 import numpy as np
 
+from .._noise import robust
 from .._noise.samples import sample_std
 from ..tuning import active
 from .region_fit import fit_model
@@ -144,6 +146,8 @@ class TrustRegionPhase:
         self.failures = 0  # steps in a row that kept less than `FAILED_RATIO` of their prediction
         self.restarts = 0  # fresh starts from the centre after the radius ran out (`_ran_out`)
         self.restart_value = self.fu  # the centre's value at the last (re)start
+        self.ending: list[float] | None = None  # the centre's fresh values before it ends
+        self.outliers = 0  # low outliers found at the centre before the end (`_end`)
 
     @property
     def done(self) -> bool:
@@ -172,8 +176,10 @@ class TrustRegionPhase:
     @property
     def noise_stayed(self) -> bool:
         """Whether a noisy region's noise near the centre is still `NOISE_KEPT` of ``x0``'s:
-        it did not fall with ``f`` (additive noise), or no check measured it again."""
-        return self.noisy and not self.level < active().trust_region.NOISE_KEPT * self.noise
+        it did not fall with ``f`` (additive noise), or no check measured it again. Not where
+        neither read any (an ``f`` whose noise is in a fraction of the calls, `_end`)."""
+        kept = not self.level < active().trust_region.NOISE_KEPT * self.noise
+        return self.noisy and kept and self.level + self.noise > 0
 
     @property
     def ran_out(self) -> bool:
@@ -181,7 +187,7 @@ class TrustRegionPhase:
         near the centre: steps failed at every radius below the last good one, as they do
         where the noise, not ``f``, decides them; a check's three values may have read it far
         too low (below a third of it about one time in ten)."""
-        return self.ended == "radius" and self._noise_read
+        return self.ended == "outlier" or (self.ended == "radius" and self._noise_read)
 
     @property
     def _noise_read(self) -> bool:
@@ -238,6 +244,9 @@ class TrustRegionPhase:
         self.nfev += len(asked)
         if self.checking:
             self._check_noise(values)
+            return
+        if self.ending is not None:
+            self._end(values)
             return
         if self.confirming:
             self.confirming = False
@@ -354,19 +363,63 @@ class TrustRegionPhase:
         not an opening, and, where noisy, a check measured noise near its centre (where none
         did, or it read none, the noise may be in a fraction of the calls only: the last
         values' spread does not read it, and a low outlier would pass for a gain). It then
-        starts afresh from its centre (radius 1, the stencil, no points or Hessian kept:
+        starts afresh from its centre (`_restart`). Where no check read noise near the centre
+        (a deterministic region, or a noisy one whose check read none) the centre is
+        measured again before the region ends (`_end`)."""
+        read = not self.noisy or self._noise_read
+        if not self.opened and read and self.fu < self.restart_value - self.roughness:
+            self._restart()
+        elif self.opened or self._noise_read:
+            self.ended = "radius"
+        else:
+            again = active().trust_region.NOISE_CHECK if self.noisy else 1
+            self.ending, self.pending = [], [self.u.copy()] * again
+
+    def _restart(self) -> None:
+        """A fresh start from the centre (radius 1, the stencil, no points or Hessian kept:
         Py-BOBYQA's hard restart): the points near the centre have been fitting the
         roughness or the noise, and a model of them would again; the stencil's wide
         differences rise above it."""
-        read = not self.noisy or self._noise_read
-        if self.opened or not read or not self.fu < self.restart_value - self.roughness:
-            self.ended = "radius"
-            return
         self.restarts += 1
         self.restart_value, self.radius, self.good_radius = self.fu, 1.0, 1.0
         self.points, self.values = [self.u.copy()], [self.fu]
         self.hessian = np.zeros((self.dim, self.dim))
         self.pending, self.failures, self.quiet = self._stencil(), 0, 0
+
+    def _end(self, values: list[float]) -> None:
+        """The centre's fresh values before the region ends by its radius: is its value
+        ``f``'s? A deterministic ``f`` repeats it (one value; the region ends as it would);
+        else `NOISE_CHECK` fresh values in all. Where the median of those and the old value
+        lies above the old one by more than `NOISE_CHANGE` times the noise (``level``, or the
+        fresh values' robust spread), the centre was a low outlier that every step since
+        failed against (a step's plausible decrease makes one, and so does an ``f`` whose
+        noise is in a fraction of the calls and looked rugged to the phase): the region is
+        noisy and the centre's value that median. At the first such outlier the lowest value
+        seen is the centre again (`_measured_again`) and the region goes on from there at
+        its last good radius (its other points are ``f``'s); at the second it ends
+        (``"outlier"``) at this centre: outliers come faster than its steps gain, and the
+        method, whose batches read them, goes on with its own length scale (`ran_out`)."""
+        rules = active().trust_region
+        fresh = self.ending + [float(v) for v in values if math.isfinite(v)]
+        if not self.noisy and all(v == self.fu for v in fresh):
+            self.ending, self.ended = None, "radius"
+            return
+        if not self.noisy and not self.ending:  # (the one repeat differed)
+            self.ending, self.pending = fresh, [self.u.copy()] * (rules.NOISE_CHECK - 1)
+            return
+        self.ending, self.ended = None, "radius"
+        if not fresh:
+            return
+        value = float(np.median([self.fu, *fresh]))
+        spread = robust.scale(fresh)
+        if value - self.fu > rules.NOISE_CHANGE * max(self.level, spread):
+            self.noisy, self.measured, self.level = True, True, spread
+            self.outliers += 1
+            if self.outliers == 1:
+                self._measured_again(fresh)
+                self.ended, self.radius = None, self.good_radius
+            else:
+                self.fu, self.ended = value, "outlier"
 
     def _alternative(self, g: np.ndarray, h: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """After `ALTERNATIVE_AFTER` failed steps in a row, the model fitted afresh too (no
@@ -439,7 +492,8 @@ class TrustRegionPhase:
             "level": self.level, "confirming": self.confirming, "measured": self.measured,
             "misfit": self.misfit, "opening": self.opening, "opened": self.opened,
             "failures": self.failures, "restarts": self.restarts,
-            "restart_value": self.restart_value,
+            "restart_value": self.restart_value, "ending": self.ending,
+            "outliers": self.outliers,
         }  # fmt: skip
 
     @classmethod
@@ -470,4 +524,7 @@ class TrustRegionPhase:
         phase.failures = int(state.get("failures", 0))  # (none before the alternative model)
         phase.restarts = int(state.get("restarts", 0))  # (none before the restarts)
         phase.restart_value = float(state.get("restart_value", phase.f_start))
+        ending = state.get("ending")
+        phase.ending = None if ending is None else [float(v) for v in ending]
+        phase.outliers = int(state.get("outliers", 0))
         return phase
