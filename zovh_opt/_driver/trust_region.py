@@ -186,7 +186,8 @@ class TrustRegionPhase:
         """Whether a noisy region ran its radius to the end after a check measured noise
         near the centre: steps failed at every radius below the last good one, as they do
         where the noise, not ``f``, decides them; a check's three values may have read it far
-        too low (below a third of it about one time in ten)."""
+        too low (below a third of it about one time in ten). Or it ended at a second low
+        outlier for its centre (`_end`), where the radius is what the outliers cut down."""
         return self.ended == "outlier" or (self.ended == "radius" and self._noise_read)
 
     @property
