@@ -41,6 +41,7 @@ HOST_ALGEBRA = {
     "_driver/lbfgs.py",  # hess_inv's compact form: the m x m matrices of the secant pairs
     "_driver/trust_region.py",  # the trust region's quadratic model, d <= 20
     "_driver/region_fit.py",  # its least-squares fit, (d + 1)(d + 2) / 2 unknowns, d <= 20
+    "_driver/region_checkpoint.py",  # its checkpoints: those host arrays as saved
 }
 
 

@@ -11,6 +11,7 @@ import pytest
 
 import zovh_opt
 from zovh_opt._driver import stages
+from zovh_opt._driver.region_checkpoint import region_from_state, region_state
 from zovh_opt._driver.region_fit import least_squares
 from zovh_opt._driver.returned_point import ReturnedPoint
 from zovh_opt._driver.trust_region import TrustRegionPhase, step_in_ball
@@ -375,18 +376,25 @@ def test_a_noisy_region_that_went_lower_starts_afresh():
     assert len(region.pending) == 2 * 3  # the stencil
 
 
+def exact_quadratic_told_noise():
+    """An exact quadratic (minimum 1 at ``(0, 1, 2)``), as an objective whose noise is in a
+    fraction of the calls looks between its outliers, and a region told of noise (0.1 at
+    ``x0 = 0``) on it."""
+    target = np.arange(3.0)
+
+    def f(x):
+        return float(np.sum((x - target) ** 2)) + 1.0
+
+    return f, TrustRegionPhase(np.zeros(3), f(np.zeros(3)), 0.1, noisy=True)
+
+
 def test_a_noisy_region_whose_check_read_no_noise_does_not_start_afresh():
     """A region told of noise (0.1 at x0) on an exact quadratic, as an objective whose noise
     is in a fraction of the calls looks between its outliers: its check measures the centre
     three times and reads no noise, and where its radius runs out it ends (the last values'
     spread reads no noise there, and a low outlier would pass for a gain) though its centre
     went far lower than its start."""
-    target = np.arange(3.0)
-
-    def f(x):
-        return float(np.sum((x - target) ** 2)) + 1.0
-
-    region = TrustRegionPhase(np.zeros(3), f(np.zeros(3)), 0.1, noisy=True)
+    f, region = exact_quadratic_told_noise()
     while not region.done:
         region.tell([f(region.point(i)) for i in range(region.size())])
     assert region.measured and region.level == 0.0 and region.fu < f(np.zeros(3)) - 1.0
@@ -418,7 +426,7 @@ def test_a_deterministic_regions_low_outlier_centre_is_found_before_it_ends():
         region = TrustRegionPhase(np.zeros(3), f(np.zeros(3)), 0.0, noisy=False)
         while not region.done and not region.noisy:
             told, nfev, good = region.steps, region.nfev, region.good_radius
-            region = TrustRegionPhase.from_state(region.state())
+            region = region_from_state(region_state(region))
             region.tell([f(region.point(i)) for i in range(region.size())])
             if region.done:
                 assert region.nfev == nfev + 1 and region.steps == told  # the one repeat
@@ -446,12 +454,7 @@ def test_a_noisy_regions_low_outlier_centre_is_found_before_it_ends():
     Before, it handed the method its last good radius (9.5e-8) at the outlier, and the
     method crawled there for 19 500 evaluations; where it starts afresh at every outlier, at
     d = 20 it spends its evaluations at 20 ms each for little gain between them."""
-    target = np.arange(3.0)
-
-    def f(x):
-        return float(np.sum((x - target) ** 2)) + 1.0
-
-    region = TrustRegionPhase(np.zeros(3), f(np.zeros(3)), 0.1, noisy=True)
+    f, region = exact_quadratic_told_noise()
     while not region.measured:
         region.tell([f(region.point(i)) for i in range(region.size())])
     assert region.level == 0.0
@@ -463,7 +466,7 @@ def test_a_noisy_regions_low_outlier_centre_is_found_before_it_ends():
         region._ran_out()
         assert region.ended is None and region.size() == 3
         np.testing.assert_array_equal(region.point(2), outlier * region.scale)
-        region = TrustRegionPhase.from_state(region.state())
+        region = region_from_state(region_state(region))
         region.tell([f(region.point(i)) for i in range(region.size())])
         assert region.outliers == outliers and region.restarts == 0
         if outliers == 1:
@@ -612,7 +615,7 @@ def test_a_step_far_below_its_prediction_is_measured_again():
         if not noisy:
             assert not region.confirming and region.fu == f(step) - 5.0
             continue
-        again = TrustRegionPhase.from_state(region.state())
+        again = region_from_state(region_state(region))
         assert region.confirming and again.confirming and region.size() == 2
         np.testing.assert_array_equal(region.point(1), step)
         region.tell([f(step), f(step)])
@@ -638,7 +641,7 @@ def test_noise_that_falls_with_f_keeps_the_region():
     while not region.done and region.nfev < 300:
         checking = region.size() and region.checking
         if checking:
-            again = TrustRegionPhase.from_state(region.state())
+            again = region_from_state(region_state(region))
             assert again.checking and (again.quiet, again.level) == (region.quiet, region.level)
         region.tell([f(region.point(i)) for i in range(region.size())])
         checked = checked or bool(checking)
@@ -840,7 +843,7 @@ def test_noise_that_x0s_values_understated_is_found_by_the_fit():
         region = TrustRegionPhase(np.zeros(3), f(np.zeros(3)), 1e-3)
         while not region.done and region.nfev < 1000:
             if region.nfev > 30:
-                again = TrustRegionPhase.from_state(region.state())
+                again = region_from_state(region_state(region))
                 assert (again.misfit, again.measured) == (region.misfit, region.measured)
             region.tell([f(region.point(i)) for i in range(region.size())])
         ended += region.ended == "noise" and region.measured

@@ -24,9 +24,9 @@ from .._methods import METHODS
 from .checkpoint import CheckpointError
 from .phase_checkpoint import phase_from_state, phase_state
 from .pipeline import ITERATE, MODEL, QUASI_NEWTON, STAGES
+from .region_checkpoint import region_from_state, region_state
 from .reporting import Trace
 from .run_options import disp_option
-from .trust_region import TrustRegionPhase
 
 __all__ = ["pickled", "restore", "restoring", "state_of", "unpickled"]
 
@@ -52,7 +52,7 @@ def state_of(run: Any) -> dict[str, Any]:
         "elapsed": parts.elapsed,
         "requested_options": parts.requested,
         "quasi_newton": None if parts.quasi_newton is None else phase_state(parts.quasi_newton),
-        "trust_region": None if parts.trust_region is None else parts.trust_region.state(),
+        "trust_region": None if parts.trust_region is None else region_state(parts.trust_region),
         "regions_spent": list(parts.regions_spent),
         "may_open": parts.may_open,
         **parts.coordinates.state(),
@@ -115,7 +115,7 @@ def restore(cls: type, state: dict[str, Any]) -> Any:
         )
     )
     region = state.get("trust_region")  # (none in checkpoints written before the region)
-    parts.trust_region = None if region is None else TrustRegionPhase.from_state(region)
+    parts.trust_region = None if region is None else region_from_state(region)
     parts.regions_spent = tuple(int(n) for n in state.get("regions_spent", (0, 0)))
     parts.may_open = bool(state.get("may_open", True))
     parts.nit, parts.told = int(state["nit"]), int(state["told"])

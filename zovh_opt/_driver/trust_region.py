@@ -365,8 +365,7 @@ class TrustRegionPhase:
         did, or it read none, the noise may be in a fraction of the calls only: the last
         values' spread does not read it, and a low outlier would pass for a gain). It then
         starts afresh from its centre (`_restart`). Where no check read noise near the centre
-        (a deterministic region, or a noisy one whose check read none) the centre is
-        measured again before the region ends (`_end`)."""
+        it is measured again before the region ends (`_end`)."""
         read = not self.noisy or self._noise_read
         if not self.opened and read and self.fu < self.restart_value - self.roughness:
             self._restart()
@@ -388,18 +387,13 @@ class TrustRegionPhase:
         self.pending, self.failures, self.quiet = self._stencil(), 0, 0
 
     def _end(self, values: list[float]) -> None:
-        """The centre's fresh values before the region ends by its radius: is its value
-        ``f``'s? A deterministic ``f`` repeats it (one value; the region ends as it would);
-        else `NOISE_CHECK` fresh values in all. Where the median of those and the old value
-        lies above the old one by more than `NOISE_CHANGE` times the noise (``level``, or the
-        fresh values' robust spread), the centre was a low outlier that every step since
-        failed against (a step's plausible decrease makes one, and so does an ``f`` whose
-        noise is in a fraction of the calls and looked rugged to the phase): the region is
-        noisy and the centre's value that median. At the first such outlier the lowest value
-        seen is the centre again (`_measured_again`) and the region goes on from there at
-        its last good radius (its other points are ``f``'s); at the second it ends
-        (``"outlier"``) at this centre: outliers come faster than its steps gain, and the
-        method, whose batches read them, goes on with its own length scale (`ran_out`)."""
+        """The centre's fresh values before the region ends by its radius (one where
+        deterministic, `NOISE_CHECK` in all where that differs or the region is noisy). A
+        median with the old value more than `NOISE_CHANGE` noises (``level``, or their robust
+        spread) above it makes the centre a low outlier and the region noisy: at the first the
+        lowest value seen is the centre again (`_measured_again`) and the region goes on at
+        its last good radius; at the second it ends (``"outlier"``, `ran_out`). Theory page,
+        *A centre measured again before the region ends*."""
         rules = active().trust_region
         fresh = self.ending + [float(v) for v in values if math.isfinite(v)]
         if not self.noisy and all(v == self.fu for v in fresh):
@@ -480,52 +474,3 @@ class TrustRegionPhase:
         """A point at the radius along the direction the close points span least."""
         rows = np.vstack([self._close(), np.zeros((1, self.dim))])  # (the centre: never empty)
         return self.u + self.radius * np.linalg.svd(rows)[2][-1]
-
-    def state(self) -> dict[str, Any]:
-        return {
-            "scale": self.scale, "radius": self.radius, "u": self.u, "fu": self.fu,
-            "f_start": self.f_start, "noise": self.noise, "points": np.array(self.points),
-            "values": list(self.values), "hessian": self.hessian,
-            "pending": np.array(self.pending).reshape(-1, self.dim),
-            "predicted": self.predicted, "step_length": self.step_length,
-            "steps": self.steps, "nfev": self.nfev, "ended": self.ended, "noisy": self.noisy,
-            "good_radius": self.good_radius, "quiet": self.quiet, "checking": self.checking,
-            "level": self.level, "confirming": self.confirming, "measured": self.measured,
-            "misfit": self.misfit, "opening": self.opening, "opened": self.opened,
-            "failures": self.failures, "restarts": self.restarts,
-            "restart_value": self.restart_value, "ending": self.ending,
-            "outliers": self.outliers,
-        }  # fmt: skip
-
-    @classmethod
-    def from_state(cls, state: dict[str, Any]) -> TrustRegionPhase:
-        phase = cls.__new__(cls)
-        phase.scale = np.asarray(state["scale"], dtype=np.float64)
-        phase.dim = int(phase.scale.shape[0])
-        phase.radius, phase.fu = float(state["radius"]), float(state["fu"])
-        phase.u = np.asarray(state["u"], dtype=np.float64)
-        phase.f_start, phase.noise = float(state["f_start"]), float(state["noise"])
-        phase.points = [np.asarray(p, dtype=np.float64) for p in state["points"]]
-        phase.values = [float(v) for v in state["values"]]
-        phase.hessian = np.asarray(state["hessian"], dtype=np.float64)
-        phase.pending = [np.asarray(p, dtype=np.float64) for p in state["pending"]]
-        phase.predicted, phase.step_length = float(state["predicted"]), float(state["step_length"])
-        phase.steps, phase.nfev = int(state["steps"]), int(state["nfev"])
-        phase.ended = None if state["ended"] is None else str(state["ended"])
-        phase.noisy = bool(state["noisy"])
-        phase.good_radius = float(state["good_radius"])
-        phase.quiet = int(state.get("quiet", 0))  # (none before the noise check)
-        phase.checking = bool(state.get("checking", False))
-        phase.confirming = bool(state.get("confirming", False))
-        phase.level = float(state.get("level", phase.noise))
-        phase.measured = bool(state.get("measured", False))
-        phase.misfit = float(state.get("misfit", 0.0))
-        phase.opening = int(state.get("opening", 0))  # (none before the opening)
-        phase.opened = bool(state.get("opened", False))
-        phase.failures = int(state.get("failures", 0))  # (none before the alternative model)
-        phase.restarts = int(state.get("restarts", 0))  # (none before the restarts)
-        phase.restart_value = float(state.get("restart_value", phase.f_start))
-        ending = state.get("ending")
-        phase.ending = None if ending is None else [float(v) for v in ending]
-        phase.outliers = int(state.get("outliers", 0))
-        return phase
