@@ -809,11 +809,12 @@ def test_a_non_finite_trial_backtracks():
     assert phase.searching and phase.alpha == pytest.approx(0.5 * first)
 
 
-def test_a_failed_forward_value_is_measured_backwards_and_a_second_failure_ends_the_phase():
+def test_a_failed_forward_value_is_measured_backwards_then_at_half_the_step():
     """A simulation that fails at a few points: the coordinates whose forward value is not
     finite are measured at x - h e_j once the other values are in (one ask), and the gradient
-    is the backward difference there; a failure there too ends the phase, as do more failed
-    coordinates in one gradient than one ask of MAX_RETRIES points."""
+    is the backward difference there; a failure there too is measured at x + h e_j / 2, then
+    x - h e_j / 2, x + h e_j / 4 and x - h e_j / 4, and the phase ends where all failed, as
+    it does where more coordinates of one gradient failed than one ask of MAX_RETRIES points."""
     d = 150
     f, H, b, _, _ = rotated_quadratic(d, 10.0)
     x0 = np.linspace(-1, 2, d)
@@ -848,8 +849,22 @@ def test_a_failed_forward_value_is_measured_backwards_and_a_second_failure_ends_
         rows = points(twice)
         twice.tell([math.nan if i == 5 else float(f(r)) for i, r in enumerate(rows)])
     assert not twice.done and twice.size() == 3  # one failed coordinate an ask of 64
-    twice.tell([math.nan, 1.0, 1.0])
+    twice.tell([math.nan, 1.0, 1.0])  # coordinate 5 fails backwards too
+    halved = phase_from_state(phase_state(twice), x0)  # (a checkpoint between the asks)
+    factors = []
+    for _ in range(DEFAULT.quasi_newton.RETRY_ASKS - 1):
+        (row,) = points(twice)
+        factors.append(float((row[5] - x0[5]) / h[5]))
+        assert not twice.done
+        twice.tell([math.nan])
+    assert factors == pytest.approx([0.5, -0.5, 0.25, -0.25], rel=1e-6)
     assert twice.ended == "non-finite values"
+    (row,) = points(halved)
+    assert float((row[5] - x0[5]) / h[5]) == pytest.approx(0.5, rel=1e-6)
+    halved.tell([float(f(row))])
+    assert halved.searching and not halved.done  # the forward difference at h / 2
+    error = abs(float(np.asarray(halved.g)[5]) * halved.f_unit - gradient[5])
+    assert error <= 0.25 * H[5, 5] * h[5] * 1.01 + 8 * np.finfo(float).eps * abs(f(x0)) / h[5]
     many = QuasiNewtonPhase(x0, 3.0, float(f(x0)), recheck=False)
     many.tell([math.nan] * (DEFAULT.quasi_newton.MAX_RETRIES - 1) + [1.0])
     assert not many.done

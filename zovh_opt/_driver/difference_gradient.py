@@ -3,8 +3,8 @@
 A gradient is ``d`` forward differences with steps ``sqrt(eps) max(|x_i|, l / sqrt(d))``
 made exact in ``x``'s precision, in asks of at most `BLOCK` points; its first ask measures
 the centre again where noise is not ruled out (a value that does not repeat ends the phase:
-noise); a coordinate whose forward value is not finite is measured backwards. Where the
-trust region may follow (``d <= 20``) the first gradient also probes for ruggedness, and
+noise); a coordinate whose forward value is not finite is measured backwards, then both ways
+at half the step and a quarter where that fails too. Where the trust region may follow (``d <= 20``) the first gradient also probes for ruggedness, and
 measures the values that read it again where they may hold an outlier (theory page, *Mild
 noise at small d*, *The probe*). The steps and line searches: `zovh_opt._driver.quasi_newton`.
 """
@@ -178,7 +178,7 @@ class DifferenceGradient:
         """The coordinate that row ``i`` of a gradient ask moves, and the direction (``-1``:
         backwards, after a failed value); ``None`` for the centre."""
         if self._retrying:
-            return self.retry[i], -1.0
+            return self.retry[i], self._retry_factor
         if self._with_probe() and i == self.size() - 1:
             return 0, -1.0
         j = self.measured + i - int(self._with_centre())
@@ -248,13 +248,29 @@ class DifferenceGradient:
         *Mild noise at small d*, *The probe*)."""
         return self._second(forward, backward) <= active().quasi_newton.ROUGH_GROWTH * self.wide
 
+    @property
+    def _retry_factor(self) -> float:
+        """The step, in ``h_j``, at which the pending retry ask measures its coordinates:
+        ``-1``, then ``1/2``, ``-1/2``, ``1/4``, ``-1/4`` where the values failed again."""
+        k = self.retried
+        return (-1.0) ** (k + 1) * 0.5 ** ((k + 1) // 2)
+
     def _tell_backward(self, values: list[float]) -> bool:
-        """The values at ``x - h_j e_j`` of the coordinates ``j`` whose forward value failed:
-        their backward differences, or the end of the phase where one fails again."""
-        if not all(math.isfinite(v) for v in values):
+        """The values of a retry ask (at ``x + c h_j e_j``, ``c`` = `_retry_factor`) of the
+        coordinates ``j`` whose forward value failed: their differences; the coordinates that
+        failed again are asked again, and the phase ends where `RETRY_ASKS` asks failed."""
+        factor, failed = self._retry_factor, []
+        for j, v in zip(self.retry, values, strict=True):
+            if math.isfinite(v):
+                step = self._steps(j, j + 1, factor)
+                self.g[j : j + 1] = self.space.from_host([v - self.fx]) / step
+            else:
+                failed.append(j)
+        self.retry, self.retried = failed, self.retried + 1
+        if failed and self.retried >= active().quasi_newton.RETRY_ASKS:
             self.ended = "non-finite values"
             return False
-        for j, v in zip(self.retry, values, strict=True):
-            self.g[j : j + 1] = self.space.from_host([v - self.fx]) / self._steps(j, j + 1, -1.0)
-        self.retry = []
+        if failed:
+            return False
+        self.retried = 0
         return self._gradient_complete()

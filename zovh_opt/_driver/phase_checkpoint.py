@@ -40,6 +40,7 @@ def phase_state(phase: QuasiNewtonPhase) -> dict[str, Any]:
         "repeating": phase.repeating,
         "measured": phase.measured,
         "retry": list(phase.retry),
+        "retried": phase.retried,
         "steps": phase.steps,
         "longest": phase.longest,
         "short": phase.short,
@@ -114,6 +115,7 @@ def phase_from_state(
     phase.skipped = int(state.get("skipped", 0))  # (likewise)
     phase.ratio = float(state.get("ratio", math.nan))
     phase.retry = [int(j) for j in state.get("retry", [])]
+    phase.retried = int(state.get("retried", 0))  # (0 before a failed retry was asked again)
     phase.p = vector(state["p"])
     phase.p_norm = math.nan if phase.p is None else norm(phase.p, phase.xp)
     phase.slope, phase.alpha = float(state["slope"]), float(state["alpha"])

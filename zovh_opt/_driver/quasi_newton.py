@@ -102,6 +102,7 @@ class QuasiNewtonPhase(DifferenceGradient, SecondOpinion):
         self.repeating = False  # ... which the pending ask measures again
         self.measured = 0  # coordinates of the gradient measured so far
         self.retry: list[int] = []  # coordinates whose forward value failed: measured backwards
+        self.retried = 0  # ... asks that measured them again (`_retry_factor`)
         self.steps = 0  # accepted steps
         self.longest = 0.0  # the longest accepted step's length since x0 (`stalled`)
         self.short = 0  # accepted steps in a row shorter than the difference step
@@ -409,6 +410,7 @@ class QuasiNewtonPhase(DifferenceGradient, SecondOpinion):
         self.g = self.space.zeros((self.dim,))
         self.pairs, self.previous, self.p, self.skipped = [], None, None, 0
         self.searching, self.measured, self.retry, self.short = False, 0, [], 0
+        self.retried = 0
         self.short_jumps = 0
         self.expanding = None
         self.step_limit = step_limit
