@@ -4,9 +4,10 @@ A gradient is ``d`` forward differences with steps ``sqrt(eps) max(|x_i|, l / sq
 made exact in ``x``'s precision, in asks of at most `BLOCK` points; its first ask measures
 the centre again where noise is not ruled out (a value that does not repeat ends the phase:
 noise); a coordinate whose forward value is not finite is measured backwards, then both ways
-at half the step and a quarter where that fails too. Where the trust region may follow (``d <= 20``) the first gradient also probes for ruggedness, and
-measures the values that read it again where they may hold an outlier (theory page, *Mild
-noise at small d*, *The probe*). The steps and line searches: `zovh_opt._driver.quasi_newton`.
+at half the step and a quarter where that fails too. Where the trust region may follow (``d
+<= 20``) the first gradient also probes for ruggedness, and measures the values that read it
+again where they may hold an outlier (theory page, *Mild noise at small d*, *The probe*). The
+steps and line searches: `zovh_opt._driver.quasi_newton`.
 """
 
 from __future__ import annotations
