@@ -98,7 +98,7 @@ class DifferenceGradient:
             self.wide, self.probed, self.repeating = None, [], False
             return False
         if self._retrying:
-            return self._tell_backward(values)
+            return self._tell_retry(values)
         probe = values.pop() if self._with_probe() else None
         centre = self._with_centre()
         repeated = not math.isnan(self.fx)  # f(x) came before: this ask repeats it, or x0's did
@@ -176,8 +176,8 @@ class DifferenceGradient:
         return unrounded_steps(x, self._step_floor, self.eps, self.xp)
 
     def _moved(self, i: int) -> tuple[int, float] | None:
-        """The coordinate that row ``i`` of a gradient ask moves, and the direction (``-1``:
-        backwards, after a failed value); ``None`` for the centre."""
+        """The coordinate that row ``i`` of a gradient ask moves, and its step's factor (``-1``:
+        backwards; after a failed value, `_retry_factor`); ``None`` for the centre."""
         if self._retrying:
             return self.retry[i], self._retry_factor
         if self._with_probe() and i == self.size() - 1:
@@ -256,7 +256,7 @@ class DifferenceGradient:
         k = self.retried
         return (-1.0) ** (k + 1) * 0.5 ** ((k + 1) // 2)
 
-    def _tell_backward(self, values: list[float]) -> bool:
+    def _tell_retry(self, values: list[float]) -> bool:
         """The values of a retry ask (at ``x + c h_j e_j``, ``c`` = `_retry_factor`) of the
         coordinates ``j`` whose forward value failed: their differences; the coordinates that
         failed again are asked again, and the phase ends where `RETRY_ASKS` asks failed."""

@@ -409,9 +409,8 @@ class QuasiNewtonPhase(DifferenceGradient, SecondOpinion):
         self.start, self.f_start = x, fx
         self.g = self.space.zeros((self.dim,))
         self.pairs, self.previous, self.p, self.skipped = [], None, None, 0
-        self.searching, self.measured, self.retry, self.short = False, 0, [], 0
-        self.retried = 0
-        self.short_jumps = 0
+        self.searching, self.measured, self.retry, self.retried = False, 0, [], 0
+        self.short, self.short_jumps = 0, 0
         self.expanding = None
         self.step_limit = step_limit
         self.ended, self.handover_lowest = None, None
