@@ -29,7 +29,7 @@ from .._noise.samples import sample_std
 from ..tuning import active
 from .region_fit import fit_model
 
-__all__ = ["TrustRegionPhase", "step_in_ball"]
+__all__ = ["TrustRegionPhase", "geometry_point", "poised", "step_in_ball"]
 
 
 def step_in_ball(g: np.ndarray, h: np.ndarray, radius: float) -> np.ndarray:
@@ -73,6 +73,29 @@ def step_in_ball(g: np.ndarray, h: np.ndarray, radius: float) -> np.ndarray:
             break
         low, high = (middle, high) if np.linalg.norm(step(middle)) > radius else (low, middle)
     return step(high)
+
+
+def _close(points: list[np.ndarray], centre: np.ndarray, radius: float) -> np.ndarray:
+    """The offsets from ``centre`` of the ``points`` within twice the ``radius``, over it."""
+    offsets = np.array(points) - centre
+    return offsets[np.linalg.norm(offsets, axis=1) <= 2 * radius] / radius
+
+
+def poised(points: list[np.ndarray], centre: np.ndarray, radius: float) -> bool:
+    """Whether at least ``d + 1`` of the ``points`` within twice the ``radius`` of ``centre``
+    span every direction: their offsets' smallest singular value over the radius at least
+    `POISED`."""
+    close, d = _close(points, centre, radius), centre.shape[0]
+    if close.shape[0] < d + 1:
+        return False
+    return bool(np.linalg.svd(close, compute_uv=False)[d - 1] >= active().trust_region.POISED)
+
+
+def geometry_point(points: list[np.ndarray], centre: np.ndarray, radius: float) -> np.ndarray:
+    """A point at the ``radius`` from ``centre`` along the direction the close points span
+    least."""
+    rows = np.vstack([_close(points, centre, radius), np.zeros((1, centre.shape[0]))])
+    return centre + radius * np.linalg.svd(rows)[2][-1]  # (the centre's row: never empty)
 
 
 class TrustRegionPhase:
@@ -279,10 +302,10 @@ class TrustRegionPhase:
         if ratio >= rules.GROW_RATIO and self.step_length > 0.9 * self.radius:
             self.radius *= rules.GROW
         elif ratio < rules.SHRINK_RATIO:
-            if self._poised():
+            if poised(self.points, self.u, self.radius):
                 self.radius *= rules.SHRINK
             else:
-                self.pending = [self._geometry_point()]
+                self.pending = [geometry_point(self.points, self.u, self.radius)]
         if self.radius < rules.END_RADIUS:
             self._ran_out()
         elif self.noisy and ratio > rules.CONFIRM_RATIO and self.fu == value:
@@ -454,23 +477,3 @@ class TrustRegionPhase:
         self.hessian = h
         if misfit is not None:
             self.misfit = misfit
-
-    def _close(self) -> np.ndarray:
-        """The offsets from the centre of the points within twice the radius, over it."""
-        offsets = np.array(self.points) - self.u
-        return offsets[np.linalg.norm(offsets, axis=1) <= 2 * self.radius] / self.radius
-
-    def _poised(self) -> bool:
-        """Whether at least ``d + 1`` points within twice the radius span every direction:
-        their offsets' smallest singular value over the radius at least `POISED`."""
-        close = self._close()
-        if close.shape[0] < self.dim + 1:
-            return False
-        return bool(
-            np.linalg.svd(close, compute_uv=False)[self.dim - 1] >= active().trust_region.POISED
-        )
-
-    def _geometry_point(self) -> np.ndarray:
-        """A point at the radius along the direction the close points span least."""
-        rows = np.vstack([self._close(), np.zeros((1, self.dim))])  # (the centre: never empty)
-        return self.u + self.radius * np.linalg.svd(rows)[2][-1]
