@@ -304,9 +304,12 @@ def test_a_noisy_objective_starts_again_only_with_a_tolerance_given():
     ``maxfev`` (all but less than one of the method's iterations, after the trust region
     that the mild noise takes at d = 5) and no new start follows; with an ``xtol`` given it
     converges and one does (``xtol = 0.03``: where the region ends at its radius, the noisy
-    method meets ``0.01`` at the end of the budget or not at all). Noise seeds 0-3: whether
-    one noisy run converges hangs on its draws and its path's last bits (with NumPy 2.4 and
-    2.5, 3 and 4 of the 4 runs with ``xtol`` given converge and start again)."""
+    method meets ``0.01`` at the end of the budget or not at all); every run that converges
+    starts again. Noise seeds 0-3: whether one noisy run converges hangs on its draws and its
+    path's last bits (with NumPy 2.4 and 2.5, 3 and 4 of the 4 runs with ``xtol`` given
+    converged before the region's fresh-fit step, 2 on NumPy 2.4 since: seed 1's region hands
+    over at 95 evaluations, not 75, where its radius no longer meets ``xtol``; over seeds 0-7,
+    7 and 6 of 8)."""
     options, converged = {"maxfev": 6000, "new_starts": 5}, 0
     for seed in range(4):
         for xtol in ("auto", 0.03):
@@ -323,8 +326,9 @@ def test_a_noisy_objective_starts_again_only_with_a_tolerance_given():
             if xtol == "auto":
                 assert [run["status"] for run in res.runs] == [1] and 6000 - 40 < res.nfev <= 6000
             else:
-                converged += len(res.runs) > 1 and res.runs[0]["status"] == 0
-    assert converged >= 3
+                assert (res.runs[0]["status"] == 0) == (len(res.runs) > 1)
+                converged += res.runs[0]["status"] == 0
+    assert converged >= 2
 
 
 def test_a_widened_start_takes_more_pairs_where_it_widens():

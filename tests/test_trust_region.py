@@ -174,7 +174,10 @@ def test_a_hessian_carried_from_far_away_gives_way_to_a_fresh_fit(tune):
     and the model fitted afresh, which replaces it after two such steps where its slope is
     a tenth of the carried one's or less, takes the median value 100 to 1000 times lower
     (1e-8 to 3e-8 with it, 1e-6 to 6e-5 carried throughout, on NumPy 2.5 and 2.4; f(0) is
-    about 1e4), and a lower value from at least 6 of the 8 starts (8 on both)."""
+    about 1e4), and a lower value from at least 6 of the 8 starts (8 on both). The fresh
+    fit's step after a failed step it foresaw (below) is off in both: it does part of the
+    alternative model's work here."""
+    tune("trust_region", FRESH_MISS=0.0)
     d = 3
 
     def ends():
@@ -198,6 +201,44 @@ def test_a_hessian_carried_from_far_away_gives_way_to_a_fresh_fit(tune):
     tune("trust_region", ALTERNATIVE_AFTER=10**9)
     carried = ends()
     assert np.median(fresh) <= 1e-6 and np.median(carried) >= 10 * np.median(fresh)
+    assert np.sum(fresh < carried) >= 6
+
+
+def test_a_failed_step_that_a_fresh_fit_foresaw_is_followed_by_its_step(tune):
+    """The same sector at d = 4 with relative noise 1e-3, the region noisy and driven alone
+    from 0 for 400 evaluations, seeds 0-7: after a failed step the next comes from the fit
+    without the carried Hessian where that fit, made without the step's point, would have
+    missed its value by at most 0.3 of the carried model's miss; the median true value over
+    f(0) is at least 100 times lower than with the carried model's steps only (5.8e-13 with
+    the rule, 4.2e-9 without it, on NumPy 2.4), and lower from at least 6 of the 8 starts
+    (8)."""
+    d = 4
+
+    def ends():
+        out = []
+        for seed in range(8):
+            rng, noise = np.random.default_rng(seed), np.random.default_rng(100 + seed)
+            rotation = np.linalg.qr(rng.standard_normal((d, d)))[0]
+            centre = rng.uniform(-1, 1, d)
+
+            def true(x, rotation=rotation, centre=centre):
+                z = rotation @ (x - centre)
+                return float(np.sum(np.where(z > 0, 1e4, 1.0) * z**2))
+
+            def f(x, true=true, noise=noise):
+                return true(x) * (1 + 1e-3 * noise.standard_normal())
+
+            f0 = f(np.zeros(d))
+            region = TrustRegionPhase(np.zeros(d), f0, 1e-3 * f0)
+            while not region.done and region.nfev < 100 * d:
+                region.tell([f(region.point(i)) for i in range(region.size())])
+            out.append(true(region.x) / true(np.zeros(d)))
+        return np.array(out)
+
+    fresh = ends()
+    tune("trust_region", FRESH_MISS=0.0)
+    carried = ends()
+    assert np.median(carried) >= 100 * np.median(fresh)
     assert np.sum(fresh < carried) >= 6
 
 

@@ -189,6 +189,9 @@ class TrustRegion:
     ALTERNATIVE_AFTER: int = 2
     # ... and replaces the carried one where that one's slope is this many times its own
     ALTERNATIVE_SLOPE: float = 10.0
+    # after a failed step the next comes from the fit without a carried Hessian where that fit,
+    # made without the step's point, missed its value by at most this share of the carried miss
+    FRESH_MISS: float = 0.3
     # an opening region hands over to the quasi-Newton phase after this many evaluations per d
     # (5: fewer of COCO's targets within 10 d and 1000 d; 20: fewer within 100 d and 1000 d)
     OPENING: int = 10

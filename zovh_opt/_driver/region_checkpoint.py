@@ -28,7 +28,7 @@ def region_state(region: TrustRegionPhase) -> dict[str, Any]:
         "misfit": region.misfit, "opening": region.opening, "opened": region.opened,
         "failures": region.failures, "restarts": region.restarts,
         "restart_value": region.restart_value, "ending": region.ending,
-        "outliers": region.outliers,
+        "outliers": region.outliers, "fresh_next": region.fresh_next,
     }  # fmt: skip
 
 
@@ -63,4 +63,5 @@ def region_from_state(state: dict[str, Any]) -> TrustRegionPhase:
     ending = state.get("ending")
     region.ending = None if ending is None else [float(v) for v in ending]
     region.outliers = int(state.get("outliers", 0))
+    region.fresh_next = bool(state.get("fresh_next", False))  # (none before the fresh step)
     return region

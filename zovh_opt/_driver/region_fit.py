@@ -14,7 +14,7 @@ import scipy.linalg
 from ..tuning import active
 from .coordinates import power_of_two_near
 
-__all__ = ["fit_model", "least_squares"]
+__all__ = ["fit_model", "fresh_fit_missed_less", "least_squares"]
 
 
 def least_squares(rows: np.ndarray, rhs: np.ndarray) -> np.ndarray:
@@ -75,6 +75,32 @@ def fit_model(
     change[iu] = solution[d + 1 :]
     change = change + change.T - np.diag(np.diag(change))
     return free * solution[1 : d + 1] / radius, prior + change / (radius * radius), spread
+
+
+def fresh_fit_missed_less(
+    points: np.ndarray,
+    values: np.ndarray,
+    centre: np.ndarray,
+    f_centre: float,
+    radius: float,
+    step: np.ndarray,
+    value: float,
+    predicted: float,
+) -> bool:
+    """Whether a model fitted without a carried Hessian (from zero) and without the failed
+    ``step``'s point would have missed its ``value`` by at most `FRESH_MISS` of the carried
+    model's miss (its ``predicted`` decrease against the actual). The carried Hessian holds
+    curvature seen far away (f6's is ``10^4`` times larger across the minimum), and the points
+    near the centre may have learned otherwise."""
+    others = ~np.all(points == step, axis=1)
+    if np.count_nonzero(others) < centre.shape[0] + 1:
+        return False
+    prior = np.zeros((centre.shape[0], centre.shape[0]))
+    g, h, _ = fit_model(points[others], values[others], centre, f_centre, radius, prior)
+    s = step - centre
+    actual = f_centre - value
+    fresh = -float(g @ s + 0.5 * s @ h @ s)
+    return abs(fresh - actual) < active().trust_region.FRESH_MISS * abs(predicted - actual)
 
 
 def _ridge(

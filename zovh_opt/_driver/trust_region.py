@@ -5,9 +5,10 @@ Every value it is given updates a quadratic model of ``f``: least squares over t
 points, far ones weighing less, the Hessian changed as little as the points agree on (Powell's
 least-change idea, held back by a ridge as far as the last model misses the values; after
 failed steps a fit without that memory replaces it where their slopes disagree, Powell's
-alternative model), so each evaluation teaches the model what a batch of pairs teaches the
-method. Its step minimises the model within a radius that the ratio of actual to predicted
-decrease grows and shrinks; where a shrink would leave too few well-spread points near the
+alternative model, and takes the next step where it would have foreseen the failed one far
+better), so each evaluation teaches the model what a batch of pairs teaches the method. Its
+step minimises the model within a radius that the ratio of actual to predicted decrease
+grows and shrinks; where a shrink would leave too few well-spread points near the
 centre, a geometry point comes first; a region that went lower starts afresh where its
 radius runs out (its close points fit the roughness or the noise), and one that would end
 where no check read noise measures its centre again (a low outlier would stay its end). Its
@@ -27,7 +28,7 @@ import numpy as np
 from .._noise import robust
 from .._noise.samples import sample_std
 from ..tuning import active
-from .region_fit import fit_model
+from .region_fit import fit_model, fresh_fit_missed_less
 
 __all__ = ["TrustRegionPhase", "geometry_point", "poised", "step_in_ball"]
 
@@ -171,6 +172,7 @@ class TrustRegionPhase:
         self.restart_value = self.fu  # the centre's value at the last (re)start
         self.ending: list[float] | None = None  # the centre's fresh values before it ends
         self.outliers = 0  # low outliers found at the centre before the end (`_end`)
+        self.fresh_next = False  # the next step is the fresh fit's (`fresh_fit_missed_less`)
 
     @property
     def done(self) -> bool:
@@ -276,7 +278,7 @@ class TrustRegionPhase:
             self.confirming = False
             self._measured_again(values)
             return
-        before = self.fu
+        before, centre = self.fu, self.u
         for u, value in zip(asked, values, strict=True):
             if not math.isfinite(value):
                 continue  # missing data: no model term, and a step there failed
@@ -299,6 +301,11 @@ class TrustRegionPhase:
         self.failures = self.failures + 1 if ratio < rules.FAILED_RATIO else 0
         if ratio >= rules.SHRINK_RATIO:
             self.good_radius = self.radius
+        elif math.isfinite(value):
+            points, kept = self._usable()
+            self.fresh_next = self.fresh_next or fresh_fit_missed_less(
+                points, kept, centre, before, self.radius, asked[0], value, predicted
+            )
         if ratio >= rules.GROW_RATIO and self.step_length > 0.9 * self.radius:
             self.radius *= rules.GROW
         elif ratio < rules.SHRINK_RATIO:
@@ -371,6 +378,9 @@ class TrustRegionPhase:
             g, h = self._model()
             if self.failures >= rules.ALTERNATIVE_AFTER:
                 g, h = self._alternative(g, h)
+            if self.fresh_next:
+                self.fresh_next = False
+                g, h, _ = self._fit(np.zeros_like(h))
             s = step_in_ball(g, h, self.radius)
             predicted = -float(g @ s + 0.5 * s @ h @ s)
             if predicted > 0 and math.isfinite(predicted):
