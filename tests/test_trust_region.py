@@ -206,17 +206,17 @@ def test_a_hessian_carried_from_far_away_gives_way_to_a_fresh_fit(tune):
 
 def test_a_failed_step_that_a_fresh_fit_foresaw_is_followed_by_its_step(tune):
     """The same sector at d = 4 with relative noise 1e-3, the region noisy and driven alone
-    from 0 for 400 evaluations, seeds 0-7: after a failed step the next comes from the fit
+    from 0 for 400 evaluations, seeds 0-15: after a failed step the next comes from the fit
     without the carried Hessian where that fit, made without the step's point, would have
     missed its value by at most 0.3 of the carried model's miss; the median true value over
-    f(0) is at least 100 times lower than with the carried model's steps only (5.8e-13 with
-    the rule, 4.2e-9 without it, on NumPy 2.4), and lower from at least 6 of the 8 starts
-    (8)."""
+    f(0) is at least 10 times lower than with the carried model's steps only, and lower from
+    at least 10 of the 16 starts (56 to 964 times, from 12 to 15 starts, with NumPy 2.4 and
+    2.5 and OpenBLAS's Haswell, AVX-512 and Sandy Bridge kernels)."""
     d = 4
 
     def ends():
         out = []
-        for seed in range(8):
+        for seed in range(16):
             rng, noise = np.random.default_rng(seed), np.random.default_rng(100 + seed)
             rotation = np.linalg.qr(rng.standard_normal((d, d)))[0]
             centre = rng.uniform(-1, 1, d)
@@ -238,8 +238,8 @@ def test_a_failed_step_that_a_fresh_fit_foresaw_is_followed_by_its_step(tune):
     fresh = ends()
     tune("trust_region", FRESH_MISS=0.0)
     carried = ends()
-    assert np.median(carried) >= 100 * np.median(fresh)
-    assert np.sum(fresh < carried) >= 6
+    assert np.median(carried) >= 10 * np.median(fresh)
+    assert np.sum(fresh < carried) >= 10
 
 
 def sphere_with_noise(seed, sigma=1e-3):
