@@ -92,15 +92,16 @@ def fresh_fit_missed_less(
     model's miss (its ``predicted`` decrease against the actual). The carried Hessian holds
     curvature seen far away (f6's is ``10^4`` times larger across the minimum), and the points
     near the centre may have learned otherwise."""
+    share = active().trust_region.FRESH_MISS
     others = ~np.all(points == step, axis=1)
-    if np.count_nonzero(others) < centre.shape[0] + 1:
-        return False
+    if not share > 0 or np.count_nonzero(others) < centre.shape[0] + 1:
+        return False  # (the rule off: no fit)
     prior = np.zeros((centre.shape[0], centre.shape[0]))
     g, h, _ = fit_model(points[others], values[others], centre, f_centre, radius, prior)
     s = step - centre
     actual = f_centre - value
     fresh = -float(g @ s + 0.5 * s @ h @ s)
-    return abs(fresh - actual) < active().trust_region.FRESH_MISS * abs(predicted - actual)
+    return abs(fresh - actual) < share * abs(predicted - actual)
 
 
 def _ridge(
